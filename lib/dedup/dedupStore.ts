@@ -1,0 +1,233 @@
+import { randomUUID } from "node:crypto";
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  DynamoDBClient,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { decideRejectedClaim, type ExistingDedupRecord } from "../core/dedupDecision.ts";
+import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
+import { CompletionBuffer, type CompletionBufferOptions } from "./completionBuffer.ts";
+import { DEDUP_ATTR as A, DEDUP_DEFAULTS, type DedupStatus, dedupPk } from "./schema.ts";
+
+export interface DedupStoreOptions {
+  readonly tableName: string;
+  /** Dedup scope: the consumer. Two consumers of one event must both process it. */
+  readonly scope: string;
+  /** @default a new DynamoDBClient from the environment */
+  readonly client?: DynamoDBClient;
+  /** How long a claim is exclusive without renewal. @default 30 000 ms */
+  readonly leaseMs?: number;
+  /** How long a key is remembered (the TTL). Must exceed the longest retry path. @default 15 days */
+  readonly windowSeconds?: number;
+  /** Completion grouping; `{ maxBatch: 1 }` writes each completion on its own. */
+  readonly completion?: CompletionBufferOptions;
+  /** Injectable clock for tests. */
+  readonly now?: () => number;
+}
+
+/** Proof of an exclusive claim. Only its holder can complete, renew or release the key. */
+export interface Lease {
+  readonly key: string;
+  readonly token: string;
+  readonly expiresAtMs: number;
+  readonly attempt: number;
+}
+
+export type ClaimResult =
+  | { readonly status: "claimed"; readonly lease: Lease }
+  | { readonly status: "duplicate"; readonly result: string | undefined }
+  | { readonly status: "in-progress"; readonly leaseExpiresAtMs: number };
+
+export interface DedupStore {
+  readonly scope: string;
+  readonly tableName: string;
+  /** One conditional write. Throws KeyReuseError when the key was seen with another payload hash. */
+  claim(key: string, options?: { payloadHash?: string }): Promise<ClaimResult>;
+  /** Fenced; grouped with other completions. Rejects with LeaseLostError if the lease was taken over. */
+  complete(lease: Lease, result?: string): Promise<void>;
+  /** Fenced delete, so a retry can claim at once. A lost lease is not an error here. */
+  release(lease: Lease): Promise<void>;
+  /** Fenced lease extension for long jobs. Rejects with LeaseLostError. */
+  renew(lease: Lease, leaseMs?: number): Promise<Lease>;
+  /** Waits for every grouped completion to be written. Call before acking the batch. */
+  flush(): Promise<void>;
+}
+
+const n = (v: number): AttributeValue => ({ N: String(v) });
+const s = (v: string): AttributeValue => ({ S: v });
+
+function parseExisting(item: Record<string, AttributeValue> | undefined): ExistingDedupRecord | undefined {
+  if (!item) return undefined;
+  const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
+  return {
+    status: (item[A.status]?.S ?? "IN_PROGRESS") as DedupStatus,
+    leaseExpiresAtMs: num(A.leaseExpiresAt),
+    expiresAtSec: num(A.expiresAt),
+    payloadHash: item[A.payloadHash]?.S,
+    result: item[A.result]?.S,
+  };
+}
+
+export function createDedupStore(options: DedupStoreOptions): DedupStore {
+  const client = options.client ?? new DynamoDBClient({});
+  const leaseMs = options.leaseMs ?? DEDUP_DEFAULTS.leaseMs;
+  const windowSeconds = options.windowSeconds ?? DEDUP_DEFAULTS.windowSeconds;
+  const now = options.now ?? Date.now;
+  const { tableName, scope } = options;
+  const buffer = new CompletionBuffer(client, options.completion);
+  const keyOf = (key: string) => ({ [A.pk]: s(dedupPk(scope, key)) });
+  const names = {
+    "#status": A.status,
+    "#token": A.leaseToken,
+    "#lease": A.leaseExpiresAt,
+    "#exp": A.expiresAt,
+  };
+
+  async function claimOnce(key: string, payloadHash: string | undefined): Promise<ClaimResult | "retry"> {
+    const t = now();
+    const token = randomUUID();
+    const expiresAtMs = t + leaseMs;
+    // Claimable when absent, past its TTL (TTL deletion lags by days), or IN_PROGRESS with an expired
+    // lease. UpdateItem rather than PutItem: same single conditional write, and it can count attempts.
+    const hashGuard = payloadHash ? " AND (attribute_not_exists(#hash) OR #hash = :hash)" : "";
+    try {
+      const out = await client.send(
+        new UpdateItemCommand({
+          TableName: tableName,
+          Key: keyOf(key),
+          UpdateExpression: `SET #status = :inProgress, #token = :token, #lease = :lease, #exp = :exp, #attempts = if_not_exists(#attempts, :zero) + :one${payloadHash ? ", #hash = :hash" : ""} REMOVE #result`,
+          ConditionExpression: `attribute_not_exists(#pk) OR #exp < :nowSec OR (#status = :inProgress AND #lease < :nowMs${hashGuard})`,
+          ExpressionAttributeNames: {
+            ...names,
+            "#pk": A.pk,
+            "#attempts": A.attempts,
+            "#result": A.result,
+            ...(payloadHash ? { "#hash": A.payloadHash } : {}),
+          },
+          ExpressionAttributeValues: {
+            ":inProgress": s("IN_PROGRESS"),
+            ":token": s(token),
+            ":lease": n(expiresAtMs),
+            ":exp": n(Math.floor(t / 1000) + windowSeconds),
+            ":zero": n(0),
+            ":one": n(1),
+            ":nowSec": n(Math.floor(t / 1000)),
+            ":nowMs": n(t),
+            ...(payloadHash ? { ":hash": s(payloadHash) } : {}),
+          },
+          ReturnValues: "UPDATED_NEW",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      const attempt = Number(out.Attributes?.[A.attempts]?.N ?? 1);
+      return { status: "claimed", lease: { key, token, expiresAtMs, attempt } };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const decision = decideRejectedClaim(parseExisting(error.Item), payloadHash, now());
+      switch (decision.outcome) {
+        case "duplicate":
+          return { status: "duplicate", result: decision.result };
+        case "in-progress":
+          return { status: "in-progress", leaseExpiresAtMs: decision.leaseExpiresAtMs };
+        case "key-reuse":
+          throw new KeyReuseError(
+            `dedup key '${key}' in scope '${scope}' was already used for a different payload (hash ${decision.storedHash} ≠ ${decision.givenHash})`,
+          );
+        case "retry":
+          return "retry";
+      }
+    }
+  }
+
+  return {
+    scope,
+    tableName,
+
+    async claim(key, claimOptions = {}) {
+      // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
+      const first = await claimOnce(key, claimOptions.payloadHash);
+      if (first !== "retry") return first;
+      const second = await claimOnce(key, claimOptions.payloadHash);
+      if (second !== "retry") return second;
+      return { status: "in-progress", leaseExpiresAtMs: now() };
+    },
+
+    complete(lease, result) {
+      return buffer.add(
+        {
+          Update: {
+            TableName: tableName,
+            Key: keyOf(lease.key),
+            UpdateExpression: `SET #status = :completed, #exp = :exp${result !== undefined ? ", #result = :result" : ""} REMOVE #lease`,
+            ConditionExpression: "#token = :token",
+            ExpressionAttributeNames: {
+              "#status": A.status,
+              "#token": A.leaseToken,
+              "#lease": A.leaseExpiresAt,
+              "#exp": A.expiresAt,
+              ...(result !== undefined ? { "#result": A.result } : {}),
+            },
+            ExpressionAttributeValues: {
+              ":completed": s("COMPLETED"),
+              ":token": s(lease.token),
+              ":exp": n(Math.floor(now() / 1000) + windowSeconds),
+              ...(result !== undefined ? { ":result": s(result) } : {}),
+            },
+          },
+        },
+        `${scope}#${lease.key}`,
+      );
+    },
+
+    async release(lease) {
+      try {
+        await client.send(
+          new DeleteItemCommand({
+            TableName: tableName,
+            Key: keyOf(lease.key),
+            ConditionExpression: "#token = :token AND #status = :inProgress",
+            ExpressionAttributeNames: { "#token": A.leaseToken, "#status": A.status },
+            ExpressionAttributeValues: { ":token": s(lease.token), ":inProgress": s("IN_PROGRESS") },
+          }),
+        );
+      } catch (error) {
+        // Someone else holds it now: nothing of ours to release.
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+    },
+
+    async renew(lease, renewMs = leaseMs) {
+      const expiresAtMs = now() + renewMs;
+      try {
+        await client.send(
+          new UpdateItemCommand({
+            TableName: tableName,
+            Key: keyOf(lease.key),
+            UpdateExpression: "SET #lease = :lease",
+            ConditionExpression: "#token = :token AND #status = :inProgress",
+            ExpressionAttributeNames: {
+              "#lease": A.leaseExpiresAt,
+              "#token": A.leaseToken,
+              "#status": A.status,
+            },
+            ExpressionAttributeValues: {
+              ":lease": n(expiresAtMs),
+              ":token": s(lease.token),
+              ":inProgress": s("IN_PROGRESS"),
+            },
+          }),
+        );
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+          throw new LeaseLostError(`lease on '${lease.key}' in scope '${scope}' was lost before renewal`);
+        }
+        throw error;
+      }
+      return { ...lease, expiresAtMs };
+    },
+
+    flush: () => buffer.flush(),
+  };
+}

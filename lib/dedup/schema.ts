@@ -1,0 +1,37 @@
+/**
+ * The dedup table's shape: the one source of truth for the library and for the CDK construct
+ * (`infra/constructs/dedupTable.ts` reads these names).
+ */
+export const DEDUP_ATTR = {
+  /** Partition key, `<scope>#<key>`. The table has no sort key. */
+  pk: "pk",
+  status: "status",
+  leaseToken: "leaseToken",
+  /** Epoch milliseconds. */
+  leaseExpiresAt: "leaseExpiresAt",
+  /** Epoch seconds; the table's TTL attribute. */
+  expiresAt: "expiresAt",
+  payloadHash: "payloadHash",
+  result: "result",
+  attempts: "attempts",
+} as const;
+
+export const DEDUP_PARTITION_KEY = DEDUP_ATTR.pk;
+export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
+
+export type DedupStatus = "IN_PROGRESS" | "COMPLETED";
+
+/** The IAM actions the dedup store uses, for least-privilege grants. */
+export const DEDUP_TABLE_ACTIONS = ["dynamodb:UpdateItem", "dynamodb:DeleteItem"] as const;
+// TransactWriteItems is authorised per contained action (UpdateItem), so it needs no action of its own.
+
+/** Defaults that the CDK construct checks against queue retention and retry ladders. */
+export const DEDUP_DEFAULTS = {
+  /** 15 days: longer than SQS's maximum retention (14 days) plus a retry ladder. */
+  windowSeconds: 15 * 24 * 3600,
+  leaseMs: 30_000,
+} as const;
+
+export function dedupPk(scope: string, key: string): string {
+  return `${scope}#${key}`;
+}

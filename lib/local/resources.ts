@@ -1,0 +1,38 @@
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DeleteTableCommand,
+  type DynamoDBClient,
+  ResourceNotFoundException,
+  UpdateTimeToLiveCommand,
+} from "@aws-sdk/client-dynamodb";
+import { DEDUP_PARTITION_KEY, DEDUP_TTL_ATTRIBUTE } from "../dedup/schema.ts";
+
+/** The dedup table as the CDK construct defines it: `pk` only, on-demand, TTL on `expiresAt`. */
+export function dedupTableInput(tableName: string): CreateTableCommandInput {
+  return {
+    TableName: tableName,
+    BillingMode: "PAY_PER_REQUEST",
+    AttributeDefinitions: [{ AttributeName: DEDUP_PARTITION_KEY, AttributeType: "S" }],
+    KeySchema: [{ AttributeName: DEDUP_PARTITION_KEY, KeyType: "HASH" }],
+  };
+}
+
+/** Creates a dedup table on a local emulator (tests, benchmarks, demos). */
+export async function createDedupTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(new CreateTableCommand(dedupTableInput(tableName)));
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: tableName,
+      TimeToLiveSpecification: { AttributeName: DEDUP_TTL_ATTRIBUTE, Enabled: true },
+    }),
+  );
+}
+
+export async function deleteTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(new DeleteTableCommand({ TableName: tableName }));
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+}

@@ -1,0 +1,70 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+
+/**
+ * Powertools Logger and Metrics (EMF), shared by every consumer. Logs never carry message payloads
+ * unless `logPayloads` is set; metric names are listed once in `METRIC`.
+ */
+export interface Telemetry {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Opt-in payload logging. @default false */
+  readonly logPayloads: boolean;
+  count(name: MetricName, value?: number): void;
+}
+
+export const METRIC = {
+  processed: "Processed",
+  duplicates: "DuplicatesSuppressed",
+  inBatchDuplicates: "InBatchDuplicates",
+  brokerIdFallback: "DedupKeyFromBrokerId",
+  transientFailures: "TransientFailures",
+  permanentFailures: "PermanentFailuresParked",
+  parkFailures: "ParkingFailed",
+  leasesLost: "LeasesLost",
+  inProgressElsewhere: "InProgressElsewhere",
+  heartbeatExtensions: "HeartbeatExtensions",
+  heartbeatErrors: "HeartbeatErrors",
+  outOfTime: "NotStartedOutOfTime",
+  batchDurationMs: "BatchDuration",
+  retried: "RoutedToRetry",
+  deadLettered: "DeadLettered",
+  published: "OutboxPublished",
+  outboxPending: "OutboxPendingCount",
+  outboxOldestAgeMs: "OutboxOldestPendingAge",
+} as const;
+
+export type MetricName = (typeof METRIC)[keyof typeof METRIC];
+
+export interface TelemetryOptions {
+  /** @default POWERTOOLS_SERVICE_NAME or "reliable-consumer" */
+  readonly serviceName?: string;
+  /** @default POWERTOOLS_METRICS_NAMESPACE or "ReliableConsumers" */
+  readonly namespace?: string;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  readonly logPayloads?: boolean;
+}
+
+export function createTelemetry(options: TelemetryOptions = {}): Telemetry {
+  const serviceName = options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "reliable-consumer";
+  const logger = options.logger ?? new Logger({ serviceName });
+  const metrics =
+    options.metrics ??
+    new Metrics({
+      serviceName,
+      namespace: options.namespace ?? process.env.POWERTOOLS_METRICS_NAMESPACE ?? "ReliableConsumers",
+    });
+  return {
+    logger,
+    metrics,
+    logPayloads: options.logPayloads ?? false,
+    count(name, value = 1) {
+      if (name === METRIC.batchDurationMs || name === METRIC.outboxOldestAgeMs) {
+        metrics.addMetric(name, MetricUnit.Milliseconds, value);
+      } else {
+        metrics.addMetric(name, MetricUnit.Count, value);
+      }
+    },
+  };
+}

@@ -1,0 +1,130 @@
+import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
+import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
+import { dedupPk } from "../../lib/dedup/schema.ts";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import { names } from "../support/names.ts";
+import { countRequests } from "../support/requestCounter.ts";
+
+const name = names(import.meta.url);
+const table = name("dedup");
+const client = new DynamoDBClient({});
+
+beforeAll(() => createDedupTable(client, table));
+afterAll(() => deleteTable(client, table));
+
+const getItem = async (scope: string, key: string) =>
+  (await client.send(new GetItemCommand({ TableName: table, Key: { pk: { S: dedupPk(scope, key) } } }))).Item;
+
+describe("dedup store", () => {
+  it("claims a new key once; a completed key is a duplicate carrying its result", async () => {
+    const store = createDedupStore({ tableName: table, scope: "s1", client });
+    const first = await store.claim("k");
+    expect(first.status).toBe("claimed");
+    if (first.status !== "claimed") return;
+    expect(first.lease.attempt).toBe(1);
+    await store.complete(first.lease, '{"ok":true}');
+    await store.flush();
+    expect(await store.claim("k")).toEqual({ status: "duplicate", result: '{"ok":true}' });
+    expect((await getItem("s1", "k"))?.status?.S).toBe("COMPLETED");
+  });
+
+  it("scopes keys by consumer: another scope processes the same key", async () => {
+    const a = createDedupStore({ tableName: table, scope: "consumer-a", client });
+    const b = createDedupStore({ tableName: table, scope: "consumer-b", client });
+    expect((await a.claim("shared")).status).toBe("claimed");
+    expect((await b.claim("shared")).status).toBe("claimed");
+  });
+
+  it("reports an unexpired lease as in-progress and lets a new holder take an expired one, fencing the old", async () => {
+    let clock = Date.now();
+    const store = createDedupStore({
+      tableName: table,
+      scope: "s2",
+      client,
+      leaseMs: 1_000,
+      now: () => clock,
+    });
+    const old = await store.claim("k");
+    if (old.status !== "claimed") throw new Error("expected claim");
+    expect((await store.claim("k")).status).toBe("in-progress");
+
+    clock += 1_500; // the old holder "crashed"; its lease is past
+    const taken = await store.claim("k");
+    if (taken.status !== "claimed") throw new Error(`expected takeover, got ${taken.status}`);
+    expect(taken.lease.attempt).toBe(2);
+
+    await expect(store.complete(old.lease)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.renew(old.lease)).rejects.toBeInstanceOf(LeaseLostError);
+    await store.complete(taken.lease);
+    await store.flush();
+    expect((await getItem("s2", "k"))?.status?.S).toBe("COMPLETED");
+  });
+
+  it("treats an item past its TTL that DynamoDB has not deleted yet as absent", async () => {
+    const past = Math.floor(Date.now() / 1000) - 60;
+    await client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { pk: { S: dedupPk("s3", "old") }, status: { S: "COMPLETED" }, expiresAt: { N: String(past) } },
+      }),
+    );
+    const store = createDedupStore({ tableName: table, scope: "s3", client });
+    expect((await store.claim("old")).status).toBe("claimed");
+  });
+
+  it("rejects the same key with a different payload hash as key reuse", async () => {
+    const store = createDedupStore({ tableName: table, scope: "s4", client });
+    const first = await store.claim("k", { payloadHash: "aaa" });
+    if (first.status !== "claimed") throw new Error("expected claim");
+    await store.complete(first.lease);
+    await store.flush();
+    expect((await store.claim("k", { payloadHash: "aaa" })).status).toBe("duplicate");
+    await expect(store.claim("k", { payloadHash: "bbb" })).rejects.toBeInstanceOf(KeyReuseError);
+  });
+
+  it("release lets a retry claim at once; renew extends the lease", async () => {
+    const store = createDedupStore({ tableName: table, scope: "s5", client, leaseMs: 60_000 });
+    const first = await store.claim("k");
+    if (first.status !== "claimed") throw new Error("expected claim");
+    const renewed = await store.renew(first.lease, 120_000);
+    expect(renewed.expiresAtMs).toBeGreaterThan(first.lease.expiresAtMs);
+    await store.release(renewed);
+    expect((await store.claim("k")).status).toBe("claimed");
+  });
+
+  it("groups completions into one transaction per group, and fails only the member whose lease was lost", async () => {
+    const counted = new DynamoDBClient({});
+    const requests = countRequests(counted);
+    let clock = Date.now();
+    const store = createDedupStore({
+      tableName: table,
+      scope: "s6",
+      client: counted,
+      leaseMs: 1_000,
+      now: () => clock,
+      completion: { maxBatch: 25, maxDelayMs: 50 },
+    });
+    const leases = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await store.claim(`k${i}`);
+      if (r.status !== "claimed") throw new Error("expected claim");
+      leases.push(r.lease);
+    }
+    // Someone else takes over k3 after its lease expired.
+    clock += 2_000;
+    const thief = await store.claim("k3");
+    expect(thief.status).toBe("claimed");
+    const before = requests.total;
+    const results = await Promise.allSettled(leases.map((l) => store.complete(l)));
+    await store.flush();
+    expect(results.filter((r) => r.status === "rejected")).toHaveLength(1);
+    expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    // One cancelled transaction, then one that writes the other nine.
+    expect(requests.total - before).toBe(2);
+    expect(requests.byCommand.TransactWriteItemsCommand).toBe(2);
+    expect((await getItem("s6", "k9"))?.status?.S).toBe("COMPLETED");
+    expect((await getItem("s6", "k3"))?.status?.S).toBe("IN_PROGRESS");
+  });
+});
