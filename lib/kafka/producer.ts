@@ -1,0 +1,180 @@
+import { type CompressionTypes, type IHeaders, Kafka, logLevel, type Message, type Producer } from "kafkajs";
+import { configCacheKey, type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "./config.ts";
+import { classifyPublishError } from "./publishErrors.ts";
+
+export { type KafkaConnectionConfig, kafkaConfigFromEnv } from "./config.ts";
+export { KafkaPublishPermanentError, KafkaPublishTransientError } from "./publishErrors.ts";
+
+/**
+ * The one Kafka producer of the library, shared by the consumer middleware (retry and dead-letter
+ * topics), the DLQ tooling and the outbox relay.
+ *
+ * - **Connection reuse.** One connected producer per distinct config, cached at module scope, so a
+ *   warm Lambda keeps its TCP/TLS/SASL sessions across invocations. A broken connection is dropped
+ *   from the cache and rebuilt on the next send.
+ * - **Durability.** `acks: -1`: the leader answers only once every in-sync replica has the record.
+ *   A send that resolves is durable; an ack (SQS delete, Kafka offset, batch success) may follow it.
+ * - **Order.** `maxInFlightRequests: 1`, so a retried request can never overtake a later one and
+ *   records of a key stay in order. (The idempotent producer would allow 5 in flight with the same
+ *   guarantee, but librdkafka's mock cluster — our local Kafka — does not support it; with one in
+ *   flight we do not need it. A retried send can still duplicate a record: consumers deduplicate.)
+ * - **Errors.** Every failure is rethrown as `KafkaPublishPermanentError` (the cluster will never
+ *   take this record: dead-letter it) or `KafkaPublishTransientError` (retry later). See
+ *   publishErrors.ts.
+ */
+export interface OutgoingMessage {
+  readonly key?: string | Buffer | null;
+  readonly value: string | Buffer | null;
+  readonly headers?: Readonly<Record<string, string | Buffer>>;
+  /** Record timestamp (CreateTime). @default the broker/producer's now */
+  readonly timestamp?: number | Date | string;
+  /** Explicit partition. @default murmur2(key) like the Java client (kafkajs DefaultPartitioner) */
+  readonly partition?: number;
+}
+
+export interface PublishedRecord {
+  readonly topic: string;
+  readonly partition: number;
+  /** Offset of the first record of this request on that partition. */
+  readonly baseOffset: string | undefined;
+}
+
+export interface TopicMessages {
+  readonly topic: string;
+  readonly messages: ReadonlyArray<OutgoingMessage>;
+}
+
+export interface KafkaProducer {
+  /** Produces to one topic; resolves once every replica has the records (acks = all). */
+  send(topic: string, messages: ReadonlyArray<OutgoingMessage>): Promise<PublishedRecord[]>;
+  /** Several topics in one produce request per broker. All-or-error (classified by the first topic). */
+  sendBatch(batch: ReadonlyArray<TopicMessages>): Promise<PublishedRecord[]>;
+  /** Disconnects and forgets this producer (the next getKafkaProducer builds a new one). */
+  disconnect(): Promise<void>;
+}
+
+export interface KafkaProducerOptions {
+  /** Compression codec for produce requests. @default none */
+  readonly compression?: CompressionTypes;
+  /** Broker-side timeout for acks=all. @default 30000 ms */
+  readonly ackTimeoutMs?: number;
+  /** kafkajs log level. @default ERROR (kafkajs logs no payloads) */
+  readonly logLevel?: logLevel;
+}
+
+const cache = new Map<string, KafkaProducer>();
+
+/**
+ * The cached producer for `config` (default: from the environment, see kafkaConfigFromEnv).
+ * Call it per invocation: it is cheap after the first call and reconnects when needed.
+ */
+export function getKafkaProducer(
+  config: KafkaConnectionConfig = kafkaConfigFromEnv(),
+  options: KafkaProducerOptions = {},
+): KafkaProducer {
+  const key = `${configCacheKey(config)}|${options.compression ?? ""}|${options.ackTimeoutMs ?? ""}`;
+  let producer = cache.get(key);
+  if (!producer) {
+    producer = createKafkaProducer(config, options, () => cache.delete(key));
+    cache.set(key, producer);
+  }
+  return producer;
+}
+
+/** Disconnects every cached producer (tests, graceful shutdown). */
+export async function disconnectAllKafkaProducers(): Promise<void> {
+  const all = [...cache.values()];
+  cache.clear();
+  await Promise.allSettled(all.map((p) => p.disconnect()));
+}
+
+function toTimestamp(t: OutgoingMessage["timestamp"]): string | undefined {
+  if (t === undefined) return undefined;
+  if (t instanceof Date) return String(t.getTime());
+  return String(t);
+}
+
+function toKafkaJsMessage(m: OutgoingMessage): Message {
+  const timestamp = toTimestamp(m.timestamp);
+  return {
+    key: m.key ?? null,
+    value: m.value,
+    ...(m.headers ? { headers: { ...m.headers } as IHeaders } : {}),
+    ...(timestamp !== undefined ? { timestamp } : {}),
+    ...(m.partition !== undefined ? { partition: m.partition } : {}),
+  };
+}
+
+/** An uncached producer (its own connection). Prefer getKafkaProducer. */
+export function createKafkaProducer(
+  config: KafkaConnectionConfig = kafkaConfigFromEnv(),
+  options: KafkaProducerOptions = {},
+  onDisconnect: () => void = () => {},
+): KafkaProducer {
+  const kafka = new Kafka({ ...toKafkaJsConfig(config), logLevel: options.logLevel ?? logLevel.ERROR });
+  let producer: Producer | undefined;
+  let connecting: Promise<Producer> | undefined;
+
+  const connect = (): Promise<Producer> => {
+    if (producer) return Promise.resolve(producer);
+    connecting ??= (async () => {
+      const p = kafka.producer({
+        allowAutoTopicCreation: true,
+        idempotent: false,
+        maxInFlightRequests: 1,
+        ...(config.retry ? { retry: config.retry } : {}),
+      });
+      // A connection the cluster dropped is rebuilt on the next send rather than reused half-dead.
+      p.on(p.events.DISCONNECT, () => {
+        if (producer === p) producer = undefined;
+      });
+      try {
+        await p.connect();
+      } catch (error) {
+        await p.disconnect().catch(() => {});
+        throw error;
+      }
+      producer = p;
+      return p;
+    })().finally(() => {
+      connecting = undefined;
+    });
+    return connecting;
+  };
+
+  const sendBatch = async (batch: ReadonlyArray<TopicMessages>): Promise<PublishedRecord[]> => {
+    const nonEmpty = batch.filter((b) => b.messages.length > 0);
+    if (nonEmpty.length === 0) return [];
+    const firstTopic = nonEmpty[0]!.topic;
+    try {
+      const p = await connect();
+      const metadata = await p.sendBatch({
+        acks: -1,
+        timeout: options.ackTimeoutMs ?? 30_000,
+        ...(options.compression !== undefined ? { compression: options.compression } : {}),
+        topicMessages: nonEmpty.map((b) => ({ topic: b.topic, messages: b.messages.map(toKafkaJsMessage) })),
+      });
+      return metadata.map((m) => ({ topic: m.topicName, partition: m.partition, baseOffset: m.baseOffset }));
+    } catch (error) {
+      // kafkajs already reconnected and retried (config.retry) before giving up; the connection is
+      // kept for concurrent senders, and rebuilt only if kafkajs itself reports a disconnect.
+      throw classifyPublishError(error, firstTopic);
+    }
+  };
+
+  const dropConnection = async () => {
+    const p = producer;
+    producer = undefined;
+    await p?.disconnect().catch(() => {});
+  };
+
+  return {
+    send: (topic, messages) => sendBatch([{ topic, messages }]),
+    sendBatch,
+    async disconnect() {
+      onDisconnect();
+      await connecting?.catch(() => {});
+      await dropConnection();
+    },
+  };
+}

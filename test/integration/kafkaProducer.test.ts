@@ -1,0 +1,75 @@
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  createKafkaProducer,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+  KafkaPublishTransientError,
+} from "../../lib/kafka/producer.ts";
+import { kafka } from "../support/clients.ts";
+import { names } from "../support/names.ts";
+
+const name = names(import.meta.url);
+
+afterAll(() => disconnectAllKafkaProducers());
+
+describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
+  it("is cached per config and delivers keyed records with headers and timestamps", async () => {
+    const topic = name("out");
+    const producer = getKafkaProducer();
+    expect(getKafkaProducer()).toBe(producer);
+    const sent = await producer.send(topic, [
+      { key: "k1", value: "one", headers: { "message-id": "m1" }, timestamp: 1_700_000_000_000 },
+      { key: "k1", value: "two", headers: { "message-id": "m2" } },
+    ]);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent.every((r) => r.topic === topic)).toBe(true);
+
+    const consumer = kafka().consumer({ groupId: name("g") });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const seen: { key: string; value: string; id: string; ts: string }[] = [];
+    await new Promise<void>((resolve, reject) => {
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            seen.push({
+              key: message.key!.toString(),
+              value: message.value!.toString(),
+              id: message.headers!["message-id"]!.toString(),
+              ts: message.timestamp,
+            });
+            if (seen.length === 2) resolve();
+          },
+        })
+        .catch(reject);
+    });
+    await consumer.disconnect();
+    expect(seen.map((s) => [s.key, s.value, s.id])).toEqual([
+      ["k1", "one", "m1"],
+      ["k1", "two", "m2"],
+    ]);
+    expect(seen[0]!.ts).toBe("1700000000000");
+  });
+
+  it("reconnects after an explicit disconnect (a new producer from the cache)", async () => {
+    const topic = name("reconnect");
+    const first = getKafkaProducer();
+    await first.send(topic, [{ value: "a" }]);
+    await first.disconnect();
+    const second = getKafkaProducer();
+    expect(second).not.toBe(first);
+    await expect(second.send(topic, [{ value: "b" }])).resolves.toHaveLength(1);
+  });
+
+  it("classifies an unreachable cluster as transient", async () => {
+    const dead = createKafkaProducer({
+      brokers: ["127.0.0.1:1"],
+      connectionTimeoutMs: 200,
+      retry: { retries: 1, initialRetryTime: 50, maxRetryTime: 100 },
+    });
+    const error = await dead.send(name("never"), [{ value: "x" }]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KafkaPublishTransientError);
+    expect((error as Error).message).toContain(name("never"));
+    await dead.disconnect();
+  });
+});
