@@ -1,0 +1,169 @@
+/**
+ * The app table's outbox and inbox shape: the one source of truth for the library and for the CDK
+ * constructs (table, GSI, TTL, stream, event-source filter, IAM grants, environment variables).
+ *
+ * Where things live (all in the *app* table, so one TransactWriteItems covers them):
+ *
+ * | item          | pk                                   | sk                     |
+ * |---------------|--------------------------------------|------------------------|
+ * | business item | whatever the service uses            | whatever the service uses |
+ * | inbox marker  | `INBOX#<scope>#<dedup key>`          | `INBOX`                |
+ * | outbox event  | `OUTBOX#<aggregateType>#<aggregateId>` | `EVENT#<eventId>` (UUIDv7, time-ordered) |
+ *
+ * All events of one aggregate share a partition key, so DynamoDB Streams delivers them to one shard
+ * (and one Lambda concurrent batch, even with ParallelizationFactor > 1) in commit order.
+ */
+export const OUTBOX_ATTR = {
+  /** Partition key (S). */
+  pk: "pk",
+  /** Sort key (S). */
+  sk: "sk",
+  /** Discriminator: `OUTBOX` on outbox events, `INBOX` on inbox markers. */
+  itemType: "itemType",
+  /**
+   * Sparse GSI partition key (S): present only while the event is unpublished. Its value is a
+   * shard `"0"`…`"<pendingShards-1>"` chosen from the aggregate, so the GSI has no single hot key
+   * and one aggregate's pending events sit in one shard, ordered by `pendingSince`.
+   */
+  pending: "pending",
+  /** GSI sort key (N): epoch ms when the event became pending (its creation time). */
+  pendingSince: "pendingSince",
+  /** TTL (N): epoch seconds. */
+  expiresAt: "expiresAt",
+  /** The UUIDv7 event id (S); also sent as the `message-id` header, so consumers dedup by it. */
+  eventId: "eventId",
+  aggregateType: "aggregateType",
+  aggregateId: "aggregateId",
+  eventType: "eventType",
+  /** The payload as published (S): JSON text unless `contentType` says otherwise. */
+  payload: "payload",
+  contentType: "contentType",
+  /** String headers (M of S): `traceparent`, `schema-version`, and the user's own. */
+  headers: "headers",
+  schemaVersion: "schemaVersion",
+  /** Epoch ms (N). */
+  createdAt: "createdAt",
+  /** Where the relay publishes it (S): `kafka:<topic>`, `sqs:<queue url>`, or a route name. */
+  destination: "destination",
+  /** The inbox key of the message whose handling produced this event (S), for tracing. */
+  causationId: "causationId",
+  /** Epoch ms (N), set when the relay or sweeper cleared `pending`. */
+  publishedAt: "publishedAt",
+  /** Who cleared `pending`: `relay` or `sweeper`. */
+  publishedBy: "publishedBy",
+  /** Epoch ms (N), set when a permanently failing event was parked instead of published. */
+  parkedAt: "parkedAt",
+  /** `Type: message` of the error that parked it (S). */
+  lastError: "lastError",
+  // Inbox marker attributes
+  /** Epoch ms (N) when the inbox marker was written. */
+  receivedAt: "receivedAt",
+  /** sha256 of the raw message (S), only when key-reuse detection is on. */
+  payloadHash: "payloadHash",
+  /** Where the message came from (S): queue ARN, topic-partition-offset or stream sequence number. */
+  messageSource: "messageSource",
+} as const;
+
+export const OUTBOX_PARTITION_KEY = OUTBOX_ATTR.pk;
+export const OUTBOX_SORT_KEY = OUTBOX_ATTR.sk;
+/** Key schema of the app table: pk (S, HASH) + sk (S, RANGE). */
+export const APP_TABLE_KEYS = {
+  partitionKey: { name: OUTBOX_ATTR.pk, type: "S" },
+  sortKey: { name: OUTBOX_ATTR.sk, type: "S" },
+} as const;
+
+/** Sparse GSI: partition `pending` (S), sort `pendingSince` (N), projection ALL (the sweeper republishes from it). */
+export const OUTBOX_PENDING_INDEX = "pending-index";
+export const OUTBOX_PENDING_INDEX_KEYS = {
+  partitionKey: { name: OUTBOX_ATTR.pending, type: "S" },
+  sortKey: { name: OUTBOX_ATTR.pendingSince, type: "N" },
+  projection: "ALL",
+} as const;
+export const OUTBOX_TTL_ATTRIBUTE = OUTBOX_ATTR.expiresAt;
+/** The relay reads the new image of each INSERT. NEW_AND_OLD_IMAGES works too. */
+export const OUTBOX_STREAM_VIEW_TYPE = "NEW_IMAGE";
+
+export const OUTBOX_PK_PREFIX = "OUTBOX#";
+export const OUTBOX_SK_PREFIX = "EVENT#";
+export const INBOX_PK_PREFIX = "INBOX#";
+export const INBOX_SK = "INBOX";
+export const OUTBOX_ITEM_TYPE = "OUTBOX";
+export const INBOX_ITEM_TYPE = "INBOX";
+
+export function outboxPk(aggregateType: string, aggregateId: string): string {
+  return `${OUTBOX_PK_PREFIX}${aggregateType}#${aggregateId}`;
+}
+export function outboxSk(eventId: string): string {
+  return `${OUTBOX_SK_PREFIX}${eventId}`;
+}
+export function inboxPk(scope: string, key: string): string {
+  return `${INBOX_PK_PREFIX}${scope}#${key}`;
+}
+
+/**
+ * The Lambda event-source filter for the relay (FilterCriteria pattern): INSERTs of outbox events
+ * that are still pending. MODIFYs (the relay clearing `pending`), REMOVEs (TTL) and every other item
+ * type never invoke the relay.
+ */
+export const OUTBOX_STREAM_FILTER_PATTERN = {
+  eventName: ["INSERT"],
+  dynamodb: {
+    Keys: { pk: { S: [{ prefix: OUTBOX_PK_PREFIX }] } },
+    NewImage: { pending: { S: [{ exists: true }] } },
+  },
+} as const;
+
+/** IAM actions on the app table (and `<table>/index/*`), for least-privilege grants. */
+export const OUTBOX_IAM_ACTIONS = {
+  /**
+   * The unit of work: TransactWriteItems is authorised per contained action, so grant the actions
+   * the handler stages (Put for the marker and events; Update/Delete/ConditionCheck for business
+   * writes) plus the transaction itself.
+   */
+  unitOfWork: [
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:GetItem",
+  ],
+  /** The relay clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
+  relay: ["dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  relayStream: [
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+  ],
+  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and clears markers. */
+  sweeper: ["dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+} as const;
+
+export const OUTBOX_DEFAULTS = {
+  /** Outbox events are kept 7 days after creation (longer than the 24 h stream window). */
+  eventRetentionSeconds: 7 * 24 * 3600,
+  /** Inbox markers: 15 days, longer than SQS's maximum retention (14 days) plus a retry ladder. */
+  inboxWindowSeconds: 15 * 24 * 3600,
+  /** Shards of the sparse pending GSI. Writer and sweeper must agree. */
+  pendingShards: 8,
+  /** The sweeper republishes events pending for longer than this. */
+  sweeperMinAgeMs: 10 * 60_000,
+  schemaVersion: "1",
+} as const;
+
+/** Environment variables the outbox functions read; the CDK stacks set them. */
+export const OUTBOX_ENV = {
+  /** The app table (inbox markers, business items, outbox events). */
+  tableName: "APP_TABLE_NAME",
+  /** Comma-separated bootstrap brokers; unset disables Kafka destinations. */
+  kafkaBrokers: "KAFKA_BROKERS",
+  /** JSON object: route name → `kafka:<topic>` | `sqs:<queue url>`. Optional. */
+  routes: "OUTBOX_ROUTES",
+  /** SQS queue where events that fail permanently are parked with their context. Optional. */
+  parkingQueueUrl: "OUTBOX_PARKING_QUEUE_URL",
+  /** Sweeper: republish events pending for longer than this many ms. */
+  sweeperMinAgeMs: "OUTBOX_SWEEPER_MIN_AGE_MS",
+  /** Sweeper: the most events republished in one run. */
+  sweeperMaxEvents: "OUTBOX_SWEEPER_MAX_EVENTS",
+  pendingShards: "OUTBOX_PENDING_SHARDS",
+} as const;
