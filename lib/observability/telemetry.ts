@@ -32,6 +32,20 @@ export const METRIC = {
   published: "OutboxPublished",
   outboxPending: "OutboxPendingCount",
   outboxOldestAgeMs: "OutboxOldestPendingAge",
+  /** Unit-of-work transactions committed (inbox marker + business writes + outbox events). */
+  unitOfWorkCommitted: "UnitOfWorkCommitted",
+  /** Unit-of-work transactions cancelled by a concurrent transaction or throttling (retried). */
+  unitOfWorkConflicts: "UnitOfWorkConflicts",
+  /** Outbox events parked (malformed, unknown destination, rejected by the broker). */
+  outboxParked: "OutboxParked",
+  /** Stream records the relay ignored: not outbox INSERTs (check the event-source filter). */
+  outboxRelaySkipped: "OutboxRelaySkipped",
+  /** Outbox events whose publish failed and will be retried (by the stream or the sweeper). */
+  outboxPublishFailures: "OutboxPublishFailures",
+  /** Published events whose pending marker could not be cleared (the sweeper will republish them). */
+  outboxMarkFailures: "OutboxMarkFailures",
+  /** Events the sweeper republished. */
+  outboxRepublished: "OutboxRepublished",
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
