@@ -1,0 +1,47 @@
+/**
+ * SQS allows at most 10 message attributes. Dead-letter context must never push out a user's own
+ * attributes, so: when there is room, the context rides in one extra attribute; when the user
+ * already uses all 10, their attributes and the context are folded together into one attribute
+ * that the redrive tool unfolds. Pure: no SDK types.
+ */
+export interface PlainAttribute {
+  readonly DataType: string;
+  readonly StringValue?: string;
+  /** base64 for Binary attributes */
+  readonly BinaryValueBase64?: string;
+}
+
+export const SQS_MAX_ATTRIBUTES = 10;
+/** One attribute holding the failure context as JSON (x-original-queue, x-retry-count, ...). */
+export const CONTEXT_ATTRIBUTE = "x-failure-context";
+/** Used only when the user has 10 attributes: `{ attributes, context }` as JSON. */
+export const FOLDED_ATTRIBUTE = "x-folded-attributes";
+
+export function packAttributes(
+  user: Readonly<Record<string, PlainAttribute>>,
+  context: Readonly<Record<string, string>>,
+): Record<string, PlainAttribute> {
+  const ours = Object.keys(user).filter((name) => name !== CONTEXT_ATTRIBUTE && name !== FOLDED_ATTRIBUTE);
+  const kept = Object.fromEntries(ours.map((name) => [name, user[name]!]));
+  const contextJson = JSON.stringify(context);
+  if (ours.length < SQS_MAX_ATTRIBUTES) {
+    return { ...kept, [CONTEXT_ATTRIBUTE]: { DataType: "String", StringValue: contextJson } };
+  }
+  return {
+    [FOLDED_ATTRIBUTE]: { DataType: "String", StringValue: JSON.stringify({ attributes: kept, context }) },
+  };
+}
+
+/** The inverse, for redrive: the user's attributes as they were, and the context if any. */
+export function unpackAttributes(attributes: Readonly<Record<string, PlainAttribute>>): {
+  attributes: Record<string, PlainAttribute>;
+  context: Record<string, string> | undefined;
+} {
+  const folded = attributes[FOLDED_ATTRIBUTE]?.StringValue;
+  if (folded) {
+    const parsed = JSON.parse(folded) as { attributes: Record<string, PlainAttribute>; context: Record<string, string> };
+    return { attributes: parsed.attributes, context: parsed.context };
+  }
+  const { [CONTEXT_ATTRIBUTE]: ctx, ...rest } = attributes;
+  return { attributes: rest, context: ctx?.StringValue ? (JSON.parse(ctx.StringValue) as Record<string, string>) : undefined };
+}

@@ -1,0 +1,55 @@
+import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
+import { packAttributes, type PlainAttribute } from "../core/attributePacking.ts";
+import { contextToHeaders, type FailureContext } from "../core/failureContext.ts";
+
+function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {
+  const out: Record<string, PlainAttribute> = {};
+  for (const [name, a] of Object.entries(record.messageAttributes ?? {})) {
+    out[name] =
+      a.binaryValue !== undefined
+        ? { DataType: a.dataType, BinaryValueBase64: a.binaryValue }
+        : { DataType: a.dataType, StringValue: a.stringValue ?? "" };
+  }
+  return out;
+}
+
+export function toSdkAttributes(attrs: Record<string, PlainAttribute>): Record<string, MessageAttributeValue> {
+  return Object.fromEntries(
+    Object.entries(attrs).map(([name, a]) => [
+      name,
+      a.BinaryValueBase64 !== undefined
+        ? { DataType: a.DataType, BinaryValue: Buffer.from(a.BinaryValueBase64, "base64") }
+        : { DataType: a.DataType, StringValue: a.StringValue ?? "" },
+    ]),
+  );
+}
+
+/**
+ * Parks a record in a dead-letter queue: the body untouched, the user's attributes kept, the
+ * failure context packed alongside. Resolves only once SQS has accepted the message; the caller
+ * acks the source record only after that.
+ */
+export async function parkInDeadLetterQueue(
+  sqs: SQSClient,
+  deadLetterUrl: string,
+  record: SQSRecord,
+  context: FailureContext,
+): Promise<void> {
+  const attributes = packAttributes(plainAttributes(record), contextToHeaders(context));
+  const fifo = deadLetterUrl.endsWith(".fifo");
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: deadLetterUrl,
+      MessageBody: record.body,
+      MessageAttributes: toSdkAttributes(attributes),
+      ...(fifo
+        ? {
+            MessageGroupId: record.attributes.MessageGroupId ?? "dead-letter",
+            // Same source message → same dedup id, so a retried park does not double-park.
+            MessageDeduplicationId: record.messageId,
+          }
+        : {}),
+    }),
+  );
+}

@@ -1,0 +1,324 @@
+import { createHash } from "node:crypto";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSRecord } from "aws-lambda";
+import { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "../core/backoff.ts";
+import type { Envelope } from "../core/envelope.ts";
+import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { failureContext } from "../core/failureContext.ts";
+import { runKeyed } from "../core/keyedScheduler.ts";
+import { createDedupStore, type DedupStore, type DedupStoreOptions, type Lease } from "../dedup/dedupStore.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { parkInDeadLetterQueue } from "./deadLetter.ts";
+import { type QueueInfo, QueueResolver } from "./queueResolver.ts";
+import { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
+import { assertSqsEvent, parseQueueArn } from "./sqsEvent.ts";
+import { changeVisibility, type VisibilityChange } from "./visibility.ts";
+import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
+
+export interface IdempotencyOptions extends Partial<Omit<DedupStoreOptions, "client">> {
+  /** Also reject a known key that arrives with a different payload (key reuse). `true` hashes the raw body. */
+  readonly payloadHash?: boolean | ((envelope: Envelope) => string);
+  /** Keep the handler's return value (JSON, at most 4 KB) in the dedup record. @default false */
+  readonly storeResult?: boolean;
+}
+
+export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
+  /**
+   * Dedup on DynamoDB; `tableName` defaults to DEDUP_TABLE_NAME and `scope` to the function name.
+   * Pass a DedupStore to share one, or `false` for handlers that are idempotent by nature.
+   */
+  readonly idempotency?: IdempotencyOptions | DedupStore | false;
+  /** Records in flight at once (FIFO groups still run in order). @default 10 */
+  readonly concurrency?: number;
+  /** Stop starting records when less Lambda time than this remains. @default 5000 ms */
+  readonly timeMarginMs?: number;
+  /** Visibility backoff for transient failures. @default base 2 s, cap 900 s, full jitter */
+  readonly backoff?: BackoffPolicy;
+  /** Where permanent failures go. @default DLQ_URL, else the source queue's RedrivePolicy target */
+  readonly deadLetterQueueUrl?: string;
+  /** Visibility heartbeat for long records. `false` turns it off. @default on */
+  readonly heartbeat?: HeartbeatOptions | false;
+  readonly sqsClient: SQSClient;
+  readonly dynamodbClient: DynamoDBClient;
+  readonly telemetry: Telemetry;
+}
+
+export interface RecordContext {
+  readonly context: Context;
+  readonly record: SQSRecord;
+  /** Aborted when this record's lease is lost to another consumer; stop side effects then. */
+  readonly signal: AbortSignal;
+}
+
+export type SqsRecordHandler<T> = (envelope: Envelope<T>, ctx: RecordContext) => Promise<unknown> | unknown;
+
+type Outcome =
+  | { kind: "done"; why: "processed" | "duplicate" | "parked" }
+  | { kind: "retry"; delaySeconds: number; error: unknown };
+
+const MAX_STORED_RESULT = 4096;
+
+/** Creates the per-container state (clients, caches, dedup stores) once; returns the per-batch function. */
+export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options: SqsConsumerOptions<T>) {
+  const { sqsClient: sqs, telemetry } = options;
+  const resolver = new QueueResolver(sqs);
+  const stores = new Map<string, DedupStore>();
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const margin = options.timeMarginMs ?? 5000;
+  const idem = options.idempotency;
+
+  function dedupFor(context: Context): DedupStore | undefined {
+    if (idem === false) return undefined;
+    if (idem && "claim" in idem) return idem;
+    const tableName = idem?.tableName ?? process.env.DEDUP_TABLE_NAME;
+    if (!tableName) throw new Error("idempotency needs a table: set DEDUP_TABLE_NAME or idempotency.tableName");
+    const scope = idem?.scope ?? context.functionName;
+    const id = `${tableName}/${scope}`;
+    let store = stores.get(id);
+    if (!store) {
+      store = createDedupStore({ ...idem, tableName, scope, client: options.dynamodbClient });
+      stores.set(id, store);
+    }
+    return store;
+  }
+
+  const hashOf = (envelope: Envelope<T>): string | undefined => {
+    if (idem === false || !idem || "claim" in idem || !idem.payloadHash) return undefined;
+    if (typeof idem.payloadHash === "function") return idem.payloadHash(envelope);
+    return createHash("sha256").update(envelope.raw).digest("base64url");
+  };
+
+  return async function processBatch(event: unknown, context: Context): Promise<SQSBatchResponse> {
+    const started = Date.now();
+    assertSqsEvent(event);
+    const records = event.Records;
+    const outcomes: (Outcome | undefined)[] = new Array(records.length);
+    const completions: Promise<void>[] = [];
+    const dedup = dedupFor(context);
+    const queues = new Map<string, Promise<QueueInfo | undefined>>();
+    const queueOf = (arn: string) => {
+      let q = queues.get(arn);
+      if (!q) {
+        q = resolver.resolve(arn, { deadLetterUrl: options.deadLetterQueueUrl ?? process.env.DLQ_URL }).catch((error) => {
+          telemetry.logger.error("could not resolve the source queue", { queueArn: arn, error });
+          return undefined;
+        });
+        queues.set(arn, q);
+      }
+      return q;
+    };
+    const heartbeats = new Map<string, VisibilityHeartbeat>();
+    const heartbeatFor = async (arn: string) => {
+      if (options.heartbeat === false) return undefined;
+      let hb = heartbeats.get(arn);
+      if (!hb) {
+        const q = await queueOf(arn);
+        if (!q) return undefined;
+        hb = new VisibilityHeartbeat(
+          {
+            sqs,
+            queueUrl: q.url,
+            dedup,
+            remainingMs: () => context.getRemainingTimeInMillis(),
+            receivedAtMs: started,
+            telemetry,
+          },
+          q.visibilityTimeoutSeconds,
+          options.heartbeat,
+        );
+        heartbeats.set(arn, hb);
+      }
+      return hb;
+    };
+
+    const park = async (record: SQSRecord, error: unknown): Promise<Outcome> => {
+      const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
+      const q = await queueOf(record.eventSourceARN);
+      if (!q?.deadLetterUrl) {
+        telemetry.count(METRIC.parkFailures);
+        telemetry.logger.error("permanent failure but no dead-letter queue to park it in", {
+          messageId: record.messageId,
+          error: describeError(error),
+        });
+        return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error };
+      }
+      const firstReceive = Number(record.attributes.ApproximateFirstReceiveTimestamp);
+      try {
+        await parkInDeadLetterQueue(
+          sqs,
+          q.deadLetterUrl,
+          record,
+          failureContext({
+            error,
+            messageId: record.messageId,
+            consumer: context.functionName,
+            retryCount: attempt - 1,
+            previousFirstFailedAt: attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
+            originalQueue: record.eventSourceARN,
+          }),
+        );
+      } catch (parkError) {
+        // Not parked means not acked: the record stays in the source queue.
+        telemetry.count(METRIC.parkFailures);
+        telemetry.logger.error("could not park a record in the DLQ", { messageId: record.messageId, error: parkError });
+        return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error: parkError };
+      }
+      telemetry.count(METRIC.permanentFailures);
+      telemetry.logger.warn("record parked in the dead-letter queue", {
+        messageId: record.messageId,
+        error: describeError(error),
+        ...(telemetry.logPayloads ? { body: record.body } : {}),
+      });
+      return { kind: "done", why: "parked" };
+    };
+
+    const fail = async (record: SQSRecord, error: unknown): Promise<Outcome> => {
+      const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
+      if (classifyError(error) === "permanent") return park(record, error);
+      // The queue's own redrive would move it without context; on the last allowed receive we park it ourselves.
+      const q = await queueOf(record.eventSourceARN);
+      if (q?.maxReceiveCount !== undefined && attempt >= q.maxReceiveCount) return park(record, error);
+      telemetry.count(error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures);
+      telemetry.logger.warn("record failed; it will be retried", {
+        messageId: record.messageId,
+        attempt,
+        error: describeError(error),
+      });
+      return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error };
+    };
+
+    const runOne = async (record: SQSRecord, envelope: Envelope<T>): Promise<Outcome> => {
+      let lease: Lease | undefined;
+      if (dedup) {
+        const claim = await dedup.claim(envelope.id, { payloadHash: hashOf(envelope) });
+        if (claim.status === "duplicate") {
+          telemetry.count(METRIC.duplicates);
+          return { kind: "done", why: "duplicate" };
+        }
+        if (claim.status === "in-progress") {
+          // Come back when the other holder's lease ends, not after a blind backoff.
+          const wait = Math.ceil((claim.leaseExpiresAtMs - Date.now()) / 1000) + 1;
+          const error = new InProgressElsewhereError(`'${envelope.id}' is being processed by another invocation`);
+          const outcome = await fail(record, error);
+          return outcome.kind === "retry" ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) } : outcome;
+        }
+        lease = claim.lease;
+      }
+      const abort = new AbortController();
+      const hb = await heartbeatFor(record.eventSourceARN);
+      hb?.track(record.messageId, record.receiptHandle, lease, () => abort.abort(new LeaseLostError("lease lost")));
+      try {
+        const result = await handler(envelope, { context, record, signal: abort.signal });
+        hb?.untrack(record.messageId);
+        if (dedup && lease) {
+          const stored =
+            idem && !("claim" in idem) && idem.storeResult && result !== undefined ? JSON.stringify(result) : undefined;
+          const done = dedup.complete(lease, stored && stored.length <= MAX_STORED_RESULT ? stored : undefined);
+          // Not awaited here, so a slot is not held while the group fills; awaited before we answer.
+          completions.push(
+            done.catch((error) => {
+              telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
+              telemetry.logger.error("effect applied but completion not recorded", {
+                messageId: record.messageId,
+                error: describeError(error),
+              });
+            }),
+          );
+        }
+        telemetry.count(METRIC.processed);
+        return { kind: "done", why: "processed" };
+      } catch (error) {
+        hb?.untrack(record.messageId);
+        if (dedup && lease) {
+          await dedup.release(lease).catch((releaseError) =>
+            telemetry.logger.warn("could not release the lease", { messageId: record.messageId, error: releaseError }),
+          );
+        }
+        return fail(record, error);
+      }
+    };
+
+    try {
+      // 1. Normalise; bad input is parked right away. 2. Drop in-batch duplicates before any claim.
+      const envelopes: (Envelope<T> | undefined)[] = await Promise.all(
+        records.map((record, i) =>
+          toSqsEnvelope(record, options).catch(async (error) => {
+            outcomes[i] = await park(record, error);
+            return undefined;
+          }),
+        ),
+      );
+      const firstOfId = new Map<string, number>();
+      envelopes.forEach((envelope, i) => {
+        if (!envelope) return;
+        if (envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
+        if (firstOfId.has(envelope.id)) {
+          // A copy stays processed, in the queue, or parked whatever happens to the first, so this one can go.
+          outcomes[i] = { kind: "done", why: "duplicate" };
+          telemetry.count(METRIC.inBatchDuplicates);
+        } else firstOfId.set(envelope.id, i);
+      });
+      const todo = records.map((record, i) => ({ record, envelope: envelopes[i], i })).filter((t) => !outcomes[t.i]);
+      const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
+
+      const results = await runKeyed(
+        todo.map((t) => ({
+          key: fifo ? (t.record.attributes.MessageGroupId ?? "") : undefined,
+          run: async () => {
+            const outcome = await runOne(t.record, t.envelope!);
+            outcomes[t.i] = outcome;
+            // In a FIFO group a failure must stop the group's later records.
+            if (outcome.kind === "retry") throw outcome.error;
+            return outcome;
+          },
+        })),
+        {
+          concurrency: options.concurrency ?? 10,
+          canStart: () => context.getRemainingTimeInMillis() > margin,
+        },
+      );
+      results.forEach((r, j) => {
+        const i = todo[j]!.i;
+        if (r.status === "skipped") {
+          if (r.reason === "out-of-time") telemetry.count(METRIC.outOfTime);
+          outcomes[i] = { kind: "retry", delaySeconds: 0, error: r.reason };
+        } else if (r.status === "rejected" && !outcomes[i]) {
+          outcomes[i] = { kind: "retry", delaySeconds: 0, error: r.reason };
+        }
+      });
+      await Promise.all(completions);
+      await dedup?.flush();
+    } catch (error) {
+      // Outside record processing: fail only what did not finish.
+      telemetry.logger.error("batch processing failed outside a record", { error });
+      await Promise.allSettled(completions);
+      await dedup?.flush().catch(() => undefined);
+    } finally {
+      for (const hb of heartbeats.values()) hb.stop();
+    }
+
+    const failures: SQSBatchItemFailure[] = [];
+    const changes = new Map<string, VisibilityChange[]>();
+    records.forEach((record, i) => {
+      const outcome = outcomes[i];
+      if (outcome?.kind === "done") return;
+      failures.push({ itemIdentifier: record.messageId });
+      const delay = outcome?.kind === "retry" ? outcome.delaySeconds : 0;
+      const list = changes.get(record.eventSourceARN) ?? [];
+      list.push({ id: record.messageId, receiptHandle: record.receiptHandle, seconds: delay });
+      changes.set(record.eventSourceARN, list);
+    });
+    // Space retries out by backoff instead of the queue's fixed visibility timeout.
+    await Promise.all(
+      [...changes].map(async ([arn, list]) => {
+        const q = await queueOf(arn);
+        if (!q) return;
+        const failed = await changeVisibility(sqs, q.url, list);
+        if (failed.length > 0) telemetry.logger.warn("could not set retry visibility", { messageIds: failed });
+      }),
+    );
+    telemetry.count(METRIC.batchDurationMs, Date.now() - started);
+    return { batchItemFailures: failures };
+  };
+}

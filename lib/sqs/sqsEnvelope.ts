@@ -1,0 +1,71 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import type { SQSRecord } from "aws-lambda";
+import { type Envelope, resolveDedupKey } from "../core/envelope.ts";
+import { InvalidJsonError, MissingIdError, PayloadTooLargeError, SchemaValidationError } from "../core/errors.ts";
+
+export interface SqsEnvelopeOptions<T> {
+  /** How to read the body. @default "json" */
+  readonly parse?: "json" | "text";
+  /** Standard Schema (zod, valibot, arktype...) the parsed body must satisfy. */
+  readonly schema?: StandardSchemaV1<unknown, T>;
+  /** The business key: the best dedup key (survives producer resends and regenerated events). */
+  readonly key?: (body: T, record: SQSRecord) => string | undefined;
+  /** Bodies larger than this are rejected as permanent errors. @default 262144 (SQS's limit) */
+  readonly maxBodyBytes?: number;
+}
+
+function headersOf(record: SQSRecord): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, attr] of Object.entries(record.messageAttributes ?? {})) {
+    if (attr?.stringValue !== undefined) out[name] = attr.stringValue;
+  }
+  return out;
+}
+
+/** Normalises an SQS record to the envelope. Throws typed permanent errors for bad input. */
+export async function toSqsEnvelope<T>(record: SQSRecord, options: SqsEnvelopeOptions<T>): Promise<Envelope<T>> {
+  const raw = record.body ?? "";
+  const maxBytes = options.maxBodyBytes ?? 262_144;
+  if (Buffer.byteLength(raw, "utf8") > maxBytes) {
+    throw new PayloadTooLargeError(`body is ${Buffer.byteLength(raw, "utf8")} bytes, over the ${maxBytes}-byte limit`);
+  }
+  let body: unknown = raw;
+  if ((options.parse ?? "json") === "json") {
+    try {
+      body = JSON.parse(raw);
+    } catch (error) {
+      throw new InvalidJsonError(`body is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  if (options.schema) {
+    let result = options.schema["~standard"].validate(body);
+    if (result instanceof Promise) result = await result;
+    if (result.issues) {
+      const summary = result.issues
+        .slice(0, 5)
+        .map((i) => `${(i.path ?? []).map((p) => (typeof p === "object" ? String(p.key) : String(p))).join(".") || "(root)"}: ${i.message}`)
+        .join("; ");
+      throw new SchemaValidationError(`body does not match the schema: ${summary}`, result.issues);
+    }
+    body = result.value;
+  }
+  const headers = headersOf(record);
+  let businessKey: string | undefined;
+  if (options.key) {
+    businessKey = options.key(body as T, record);
+    if (businessKey === undefined || businessKey === "") {
+      throw new MissingIdError("the key function returned no business key for this record");
+    }
+  }
+  const { id, idSource } = resolveDedupKey(businessKey, headers, record.messageId);
+  return {
+    id,
+    idSource,
+    key: record.attributes?.MessageGroupId,
+    body: body as T,
+    raw,
+    headers,
+    attempt: Number(record.attributes?.ApproximateReceiveCount ?? 1),
+    source: { kind: "sqs", queueArn: record.eventSourceARN, messageId: record.messageId },
+  };
+}

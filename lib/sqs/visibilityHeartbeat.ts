@@ -1,0 +1,118 @@
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
+import { LeaseLostError } from "../core/errors.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
+
+export interface HeartbeatOptions {
+  /** Extend a record once it has been in flight this long. @default half the queue's visibility timeout */
+  readonly afterMs?: number;
+  /** Each beat hides the record for this long from now. @default the queue's visibility timeout */
+  readonly extendSeconds?: number;
+  /** Never extend past the remaining Lambda time plus this. @default 10 s */
+  readonly marginSeconds?: number;
+}
+
+interface Tracked {
+  readonly id: string;
+  readonly receiptHandle: string;
+  readonly startedAt: number;
+  lease: Lease | undefined;
+  readonly onLeaseLost: () => void;
+}
+
+/**
+ * Keeps long records invisible (ChangeMessageVisibilityBatch, 10 per call, grouped across records)
+ * and renews their dedup leases at the same time, so a long job is neither redelivered nor taken
+ * over while it runs. It never extends past the Lambda's remaining time plus a margin (a dead
+ * invocation must let the message go) nor past SQS's 12-hour cap. Errors are counted, not thrown.
+ */
+export class VisibilityHeartbeat {
+  private readonly tracked = new Map<string, Tracked>();
+  private timer: NodeJS.Timeout | undefined;
+  private beating = false;
+  private readonly afterMs: number;
+  private readonly extendSeconds: number;
+  private readonly marginSeconds: number;
+  private readonly deps: {
+    sqs: SQSClient;
+    queueUrl: string;
+    dedup: DedupStore | undefined;
+    remainingMs: () => number;
+    receivedAtMs: number;
+    telemetry: Telemetry;
+  };
+
+  constructor(
+    deps: VisibilityHeartbeat["deps"],
+    queueVisibilitySeconds: number,
+    options: HeartbeatOptions = {},
+  ) {
+    this.deps = deps;
+    this.extendSeconds = options.extendSeconds ?? Math.max(queueVisibilitySeconds, 1);
+    this.afterMs = options.afterMs ?? Math.max(500, (queueVisibilitySeconds * 1000) / 2);
+    this.marginSeconds = options.marginSeconds ?? 10;
+  }
+
+  /** Watches a record from now until `untrack`. */
+  track(id: string, receiptHandle: string, lease: Lease | undefined, onLeaseLost: () => void): void {
+    this.tracked.set(id, { id, receiptHandle, startedAt: Date.now(), lease, onLeaseLost });
+    this.timer ??= setInterval(() => void this.beat(), Math.max(250, Math.floor(this.afterMs / 2)));
+  }
+
+  /** Stops watching a record the moment it finishes or fails. */
+  untrack(id: string): void {
+    this.tracked.delete(id);
+    if (this.tracked.size === 0) this.stop();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private horizonSeconds(now: number): number {
+    const byLambda = this.deps.remainingMs() / 1000 + this.marginSeconds;
+    const bySqsCap = MAX_VISIBILITY_SECONDS - (now - this.deps.receivedAtMs) / 1000 - 1;
+    return Math.floor(Math.min(this.extendSeconds, byLambda, bySqsCap));
+  }
+
+  private async beat(): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      const now = Date.now();
+      const due = [...this.tracked.values()].filter((t) => now - t.startedAt >= this.afterMs);
+      const seconds = this.horizonSeconds(now);
+      if (due.length === 0 || seconds <= 0) return;
+      const { sqs, queueUrl, dedup, telemetry } = this.deps;
+      const [failed] = await Promise.all([
+        changeVisibility(
+          sqs,
+          queueUrl,
+          due.map((t) => ({ id: t.id, receiptHandle: t.receiptHandle, seconds })),
+        ),
+        ...due.map(async (t) => {
+          if (!dedup || !t.lease) return;
+          try {
+            t.lease = await dedup.renew(t.lease, seconds * 1000);
+          } catch (error) {
+            telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.heartbeatErrors);
+            telemetry.logger.warn("heartbeat could not renew the dedup lease", { messageId: t.id, error });
+            if (error instanceof LeaseLostError) t.onLeaseLost();
+          }
+        }),
+      ]);
+      telemetry.count(METRIC.heartbeatExtensions, due.length - failed.length);
+      if (failed.length > 0) {
+        telemetry.count(METRIC.heartbeatErrors, failed.length);
+        telemetry.logger.warn("heartbeat could not extend visibility", { messageIds: failed });
+      }
+    } catch (error) {
+      this.deps.telemetry.count(METRIC.heartbeatErrors);
+      this.deps.telemetry.logger.warn("heartbeat failed", { error });
+    } finally {
+      this.beating = false;
+    }
+  }
+}
