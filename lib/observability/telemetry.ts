@@ -46,6 +46,12 @@ export const METRIC = {
   outboxMarkFailures: "OutboxMarkFailures",
   /** Events the sweeper republished. */
   outboxRepublished: "OutboxRepublished",
+  /** Kafka retry-topic records left for redelivery because they were not yet due. */
+  kafkaNotYetDue: "KafkaRetryNotYetDue",
+  /** Kafka records routed along their key's earlier record onto the retry path (key order). */
+  kafkaFollowedKey: "KafkaFollowedKeyToRetry",
+  /** Kafka records reported in the partial batch response (redelivered from there). */
+  kafkaReportedUnfinished: "KafkaReportedUnfinished",
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
