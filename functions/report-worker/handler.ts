@@ -24,9 +24,18 @@ export const handler = sqsConsumer<ReportJob>(
     await ddb.send(
       new PutItemCommand({
         TableName: table,
-        Item: { pk: { S: `REPORT#${job.reportId}` }, sk: { S: "REPORT" }, finishedAt: { S: new Date().toISOString() } },
+        Item: {
+          pk: { S: `REPORT#${job.reportId}` },
+          sk: { S: "REPORT" },
+          finishedAt: { S: new Date().toISOString() },
+        },
       }),
     );
   },
-  { schema: ReportJob, key: (job) => job.reportId, concurrency: 1, telemetry: { serviceName: "report-worker" } },
+  {
+    schema: ReportJob,
+    key: (job) => job.reportId,
+    concurrency: 1,
+    telemetry: { serviceName: "report-worker" },
+  },
 );

@@ -39,9 +39,15 @@ export function unpackAttributes(attributes: Readonly<Record<string, PlainAttrib
 } {
   const folded = attributes[FOLDED_ATTRIBUTE]?.StringValue;
   if (folded) {
-    const parsed = JSON.parse(folded) as { attributes: Record<string, PlainAttribute>; context: Record<string, string> };
+    const parsed = JSON.parse(folded) as {
+      attributes: Record<string, PlainAttribute>;
+      context: Record<string, string>;
+    };
     return { attributes: parsed.attributes, context: parsed.context };
   }
   const { [CONTEXT_ATTRIBUTE]: ctx, ...rest } = attributes;
-  return { attributes: rest, context: ctx?.StringValue ? (JSON.parse(ctx.StringValue) as Record<string, string>) : undefined };
+  return {
+    attributes: rest,
+    context: ctx?.StringValue ? (JSON.parse(ctx.StringValue) as Record<string, string>) : undefined,
+  };
 }

@@ -7,7 +7,10 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { lambdaContext } from "./lambdaContext.ts";
 
-export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
+export type SqsLambdaHandler = (
+  event: SQSEvent,
+  context: Context,
+) => Promise<SQSBatchResponse | undefined | void>;
 
 export interface SqsTriggerOptions {
   readonly queueUrl: string;
@@ -53,7 +56,9 @@ export function toLambdaRecord(message: Message, queueArn: string): SQSRecord {
         {
           dataType: a.DataType ?? "String",
           ...(a.StringValue !== undefined ? { stringValue: a.StringValue } : {}),
-          ...(a.BinaryValue !== undefined ? { binaryValue: Buffer.from(a.BinaryValue).toString("base64") } : {}),
+          ...(a.BinaryValue !== undefined
+            ? { binaryValue: Buffer.from(a.BinaryValue).toString("base64") }
+            : {}),
           stringListValues: [],
           binaryListValues: [],
         },
@@ -100,14 +105,18 @@ export async function invokeFromQueue(
     return { received: messages.length, deleted: 0, failed: messages.map((m) => m.MessageId!), error };
   }
   const failed = new Set(
-    options.reportBatchItemFailures === false ? [] : (response?.batchItemFailures ?? []).map((f) => f.itemIdentifier),
+    options.reportBatchItemFailures === false
+      ? []
+      : (response?.batchItemFailures ?? []).map((f) => f.itemIdentifier),
   );
   const toDelete = messages.filter((m) => !failed.has(m.MessageId!));
   for (let i = 0; i < toDelete.length; i += 10) {
     await sqs.send(
       new DeleteMessageBatchCommand({
         QueueUrl: options.queueUrl,
-        Entries: toDelete.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+        Entries: toDelete
+          .slice(i, i + 10)
+          .map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
       }),
     );
   }

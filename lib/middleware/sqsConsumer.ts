@@ -3,11 +3,18 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import middy, { type MiddlewareObj, type MiddyfiedHandler } from "@middy/core";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { createTelemetry, type Telemetry, type TelemetryOptions } from "../observability/telemetry.ts";
-import { createSqsBatchProcessor, type SqsConsumerOptions, type SqsRecordHandler } from "../sqs/sqsBatchProcessor.ts";
+import {
+  createSqsBatchProcessor,
+  type SqsConsumerOptions,
+  type SqsRecordHandler,
+} from "../sqs/sqsBatchProcessor.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { assertSqsEvent } from "../sqs/sqsEvent.ts";
 
-export type SqsConsumerConfig<T> = Omit<SqsConsumerOptions<T>, "sqsClient" | "dynamodbClient" | "telemetry"> & {
+export type SqsConsumerConfig<T> = Omit<
+  SqsConsumerOptions<T>,
+  "sqsClient" | "dynamodbClient" | "telemetry"
+> & {
   /** @default createSqsClient() */
   readonly sqsClient?: SQSClient;
   /** @default new DynamoDBClient({}) */
@@ -20,8 +27,13 @@ export type SqsConsumerConfig<T> = Omit<SqsConsumerOptions<T>, "sqsClient" | "dy
  * The batch-level middleware: rejects an event that is not an SQS batch before any record is
  * touched, and publishes the batch's EMF metrics whether the batch succeeded or not.
  */
-export function sqsBatchMiddleware(telemetry: Telemetry): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
-  const publish = () => telemetry.metrics.publishStoredMetrics();
+export function sqsBatchMiddleware(
+  telemetry: Telemetry,
+): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+  // Returns nothing on purpose: a value returned from a Middy hook becomes the response.
+  const publish = (): void => {
+    telemetry.metrics.publishStoredMetrics();
+  };
   return {
     before: (request) => assertSqsEvent(request.event),
     after: publish,

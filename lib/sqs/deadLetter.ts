@@ -1,6 +1,6 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
-import { packAttributes, type PlainAttribute } from "../core/attributePacking.ts";
+import { type PlainAttribute, packAttributes } from "../core/attributePacking.ts";
 import { contextToHeaders, type FailureContext } from "../core/failureContext.ts";
 
 function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {
@@ -14,7 +14,9 @@ function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {
   return out;
 }
 
-export function toSdkAttributes(attrs: Record<string, PlainAttribute>): Record<string, MessageAttributeValue> {
+export function toSdkAttributes(
+  attrs: Record<string, PlainAttribute>,
+): Record<string, MessageAttributeValue> {
   return Object.fromEntries(
     Object.entries(attrs).map(([name, a]) => [
       name,

@@ -45,12 +45,18 @@ export class QueueResolver {
   private async lookup(queueArn: string, deadLetterUrl: string | undefined): Promise<QueueInfo> {
     const url = await this.urlOf(queueArn);
     const { Attributes = {} } = await this.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["VisibilityTimeout", "RedrivePolicy"] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ["VisibilityTimeout", "RedrivePolicy"],
+      }),
     );
     let dlq = deadLetterUrl;
     let maxReceiveCount: number | undefined;
     if (Attributes.RedrivePolicy) {
-      const policy = JSON.parse(Attributes.RedrivePolicy) as { deadLetterTargetArn?: string; maxReceiveCount?: number };
+      const policy = JSON.parse(Attributes.RedrivePolicy) as {
+        deadLetterTargetArn?: string;
+        maxReceiveCount?: number;
+      };
       maxReceiveCount = policy.maxReceiveCount !== undefined ? Number(policy.maxReceiveCount) : undefined;
       if (!dlq && policy.deadLetterTargetArn) dlq = await this.urlOf(policy.deadLetterTargetArn);
     }

@@ -7,7 +7,12 @@ import type { Envelope } from "../core/envelope.ts";
 import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { failureContext } from "../core/failureContext.ts";
 import { runKeyed } from "../core/keyedScheduler.ts";
-import { createDedupStore, type DedupStore, type DedupStoreOptions, type Lease } from "../dedup/dedupStore.ts";
+import {
+  createDedupStore,
+  type DedupStore,
+  type DedupStoreOptions,
+  type Lease,
+} from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { parkInDeadLetterQueue } from "./deadLetter.ts";
 import { type QueueInfo, QueueResolver } from "./queueResolver.ts";
@@ -72,7 +77,8 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     if (idem === false) return undefined;
     if (idem && "claim" in idem) return idem;
     const tableName = idem?.tableName ?? process.env.DEDUP_TABLE_NAME;
-    if (!tableName) throw new Error("idempotency needs a table: set DEDUP_TABLE_NAME or idempotency.tableName");
+    if (!tableName)
+      throw new Error("idempotency needs a table: set DEDUP_TABLE_NAME or idempotency.tableName");
     const scope = idem?.scope ?? context.functionName;
     const id = `${tableName}/${scope}`;
     let store = stores.get(id);
@@ -100,10 +106,12 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     const queueOf = (arn: string) => {
       let q = queues.get(arn);
       if (!q) {
-        q = resolver.resolve(arn, { deadLetterUrl: options.deadLetterQueueUrl ?? process.env.DLQ_URL }).catch((error) => {
-          telemetry.logger.error("could not resolve the source queue", { queueArn: arn, error });
-          return undefined;
-        });
+        q = resolver
+          .resolve(arn, { deadLetterUrl: options.deadLetterQueueUrl ?? process.env.DLQ_URL })
+          .catch((error) => {
+            telemetry.logger.error("could not resolve the source queue", { queueArn: arn, error });
+            return undefined;
+          });
         queues.set(arn, q);
       }
       return q;
@@ -154,14 +162,18 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
             messageId: record.messageId,
             consumer: context.functionName,
             retryCount: attempt - 1,
-            previousFirstFailedAt: attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
+            previousFirstFailedAt:
+              attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
             originalQueue: record.eventSourceARN,
           }),
         );
       } catch (parkError) {
         // Not parked means not acked: the record stays in the source queue.
         telemetry.count(METRIC.parkFailures);
-        telemetry.logger.error("could not park a record in the DLQ", { messageId: record.messageId, error: parkError });
+        telemetry.logger.error("could not park a record in the DLQ", {
+          messageId: record.messageId,
+          error: parkError,
+        });
         return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error: parkError };
       }
       telemetry.count(METRIC.permanentFailures);
@@ -179,7 +191,9 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       // The queue's own redrive would move it without context; on the last allowed receive we park it ourselves.
       const q = await queueOf(record.eventSourceARN);
       if (q?.maxReceiveCount !== undefined && attempt >= q.maxReceiveCount) return park(record, error);
-      telemetry.count(error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures);
+      telemetry.count(
+        error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures,
+      );
       telemetry.logger.warn("record failed; it will be retried", {
         messageId: record.messageId,
         attempt,
@@ -199,22 +213,33 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         if (claim.status === "in-progress") {
           // Come back when the other holder's lease ends, not after a blind backoff.
           const wait = Math.ceil((claim.leaseExpiresAtMs - Date.now()) / 1000) + 1;
-          const error = new InProgressElsewhereError(`'${envelope.id}' is being processed by another invocation`);
+          const error = new InProgressElsewhereError(
+            `'${envelope.id}' is being processed by another invocation`,
+          );
           const outcome = await fail(record, error);
-          return outcome.kind === "retry" ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) } : outcome;
+          return outcome.kind === "retry"
+            ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) }
+            : outcome;
         }
         lease = claim.lease;
       }
       const abort = new AbortController();
       const hb = await heartbeatFor(record.eventSourceARN);
-      hb?.track(record.messageId, record.receiptHandle, lease, () => abort.abort(new LeaseLostError("lease lost")));
+      hb?.track(record.messageId, record.receiptHandle, lease, () =>
+        abort.abort(new LeaseLostError("lease lost")),
+      );
       try {
         const result = await handler(envelope, { context, record, signal: abort.signal });
         hb?.untrack(record.messageId);
         if (dedup && lease) {
           const stored =
-            idem && !("claim" in idem) && idem.storeResult && result !== undefined ? JSON.stringify(result) : undefined;
-          const done = dedup.complete(lease, stored && stored.length <= MAX_STORED_RESULT ? stored : undefined);
+            idem && !("claim" in idem) && idem.storeResult && result !== undefined
+              ? JSON.stringify(result)
+              : undefined;
+          const done = dedup.complete(
+            lease,
+            stored && stored.length <= MAX_STORED_RESULT ? stored : undefined,
+          );
           // Not awaited here, so a slot is not held while the group fills; awaited before we answer.
           completions.push(
             done.catch((error) => {
@@ -231,9 +256,14 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       } catch (error) {
         hb?.untrack(record.messageId);
         if (dedup && lease) {
-          await dedup.release(lease).catch((releaseError) =>
-            telemetry.logger.warn("could not release the lease", { messageId: record.messageId, error: releaseError }),
-          );
+          await dedup
+            .release(lease)
+            .catch((releaseError) =>
+              telemetry.logger.warn("could not release the lease", {
+                messageId: record.messageId,
+                error: releaseError,
+              }),
+            );
         }
         return fail(record, error);
       }
@@ -259,7 +289,9 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           telemetry.count(METRIC.inBatchDuplicates);
         } else firstOfId.set(envelope.id, i);
       });
-      const todo = records.map((record, i) => ({ record, envelope: envelopes[i], i })).filter((t) => !outcomes[t.i]);
+      const todo = records
+        .map((record, i) => ({ record, envelope: envelopes[i], i }))
+        .filter((t) => !outcomes[t.i]);
       const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
 
       const results = await runKeyed(
@@ -315,7 +347,8 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         const q = await queueOf(arn);
         if (!q) return;
         const failed = await changeVisibility(sqs, q.url, list);
-        if (failed.length > 0) telemetry.logger.warn("could not set retry visibility", { messageIds: failed });
+        if (failed.length > 0)
+          telemetry.logger.warn("could not set retry visibility", { messageIds: failed });
       }),
     );
     telemetry.count(METRIC.batchDurationMs, Date.now() - started);

@@ -1,7 +1,12 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { SQSRecord } from "aws-lambda";
 import { type Envelope, resolveDedupKey } from "../core/envelope.ts";
-import { InvalidJsonError, MissingIdError, PayloadTooLargeError, SchemaValidationError } from "../core/errors.ts";
+import {
+  InvalidJsonError,
+  MissingIdError,
+  PayloadTooLargeError,
+  SchemaValidationError,
+} from "../core/errors.ts";
 
 export interface SqsEnvelopeOptions<T> {
   /** How to read the body. @default "json" */
@@ -23,11 +28,16 @@ function headersOf(record: SQSRecord): Record<string, string> {
 }
 
 /** Normalises an SQS record to the envelope. Throws typed permanent errors for bad input. */
-export async function toSqsEnvelope<T>(record: SQSRecord, options: SqsEnvelopeOptions<T>): Promise<Envelope<T>> {
+export async function toSqsEnvelope<T>(
+  record: SQSRecord,
+  options: SqsEnvelopeOptions<T>,
+): Promise<Envelope<T>> {
   const raw = record.body ?? "";
   const maxBytes = options.maxBodyBytes ?? 262_144;
   if (Buffer.byteLength(raw, "utf8") > maxBytes) {
-    throw new PayloadTooLargeError(`body is ${Buffer.byteLength(raw, "utf8")} bytes, over the ${maxBytes}-byte limit`);
+    throw new PayloadTooLargeError(
+      `body is ${Buffer.byteLength(raw, "utf8")} bytes, over the ${maxBytes}-byte limit`,
+    );
   }
   let body: unknown = raw;
   if ((options.parse ?? "json") === "json") {
@@ -43,7 +53,10 @@ export async function toSqsEnvelope<T>(record: SQSRecord, options: SqsEnvelopeOp
     if (result.issues) {
       const summary = result.issues
         .slice(0, 5)
-        .map((i) => `${(i.path ?? []).map((p) => (typeof p === "object" ? String(p.key) : String(p))).join(".") || "(root)"}: ${i.message}`)
+        .map(
+          (i) =>
+            `${(i.path ?? []).map((p) => (typeof p === "object" ? String(p.key) : String(p))).join(".") || "(root)"}: ${i.message}`,
+        )
         .join("; ");
       throw new SchemaValidationError(`body does not match the schema: ${summary}`, result.issues);
     }

@@ -26,7 +26,11 @@ export function assertSqsEvent(event: unknown): asserts event is SQSEvent {
     throw new UnknownEventShapeError("expected an SQS event with a Records array");
   }
   records.forEach((r: Partial<SQSRecord>, i) => {
-    if (r?.eventSource !== "aws:sqs" || typeof r.messageId !== "string" || typeof r.eventSourceARN !== "string") {
+    if (
+      r?.eventSource !== "aws:sqs" ||
+      typeof r.messageId !== "string" ||
+      typeof r.eventSourceARN !== "string"
+    ) {
       throw new UnknownEventShapeError(
         `record ${i} is not an SQS record (eventSource=${String(r?.eventSource).slice(0, 40)})`,
       );

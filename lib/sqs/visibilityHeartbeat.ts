@@ -1,6 +1,6 @@
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import { LeaseLostError } from "../core/errors.ts";
+import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 

@@ -1,0 +1,340 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import type { SQSEvent } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { CONTEXT_ATTRIBUTE } from "../../lib/core/attributePacking.ts";
+import { PermanentError, TransientError } from "../../lib/core/errors.ts";
+import { dedupPk } from "../../lib/dedup/schema.ts";
+import { lambdaContext } from "../../lib/local/lambdaContext.ts";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
+import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
+import { METRIC } from "../../lib/observability/telemetry.ts";
+import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
+import { names } from "../support/names.ts";
+import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
+import { recordingTelemetry } from "../support/telemetry.ts";
+
+const name = names(import.meta.url);
+const table = name("dedup");
+const ddb = new DynamoDBClient({});
+const sqs = createSqsClient();
+const queues: TestQueue[] = [];
+
+beforeAll(() => createDedupTable(ddb, table));
+afterAll(async () => {
+  await deleteTable(ddb, table);
+  await Promise.all(queues.map((q) => deleteQueues(sqs, q)));
+});
+
+async function queue(what: string, options?: Parameters<typeof createQueueWithDlq>[2]) {
+  const q = await createQueueWithDlq(sqs, name(what), options);
+  queues.push(q);
+  return q;
+}
+
+const Msg = z.object({ id: z.string(), n: z.number().optional() });
+type Msg = z.infer<typeof Msg>;
+
+describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
+  it("applies each key once: same key sent twice, and the same SQS message redelivered", async () => {
+    const q = await queue("dups");
+    const effects = new Map<string, number>();
+    const telemetry = recordingTelemetry();
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        effects.set(body.id, (effects.get(body.id) ?? 0) + 1);
+      },
+      { schema: Msg, key: (m) => m.id, idempotency: { tableName: table }, telemetry },
+    );
+    await sendAll(
+      sqs,
+      q.url,
+      ["a", "b", "a", "c", "b"].map((id) => ({ body: JSON.stringify({ id }) })),
+    );
+    const first = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "dups-fn",
+    });
+    expect(first.received).toBe(5);
+    expect(first.failed).toEqual([]);
+
+    // A lost ack: SQS hands the very same message over again in a later batch.
+    await sendAll(sqs, q.url, [{ body: JSON.stringify({ id: "a" }) }]);
+    const redelivered = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "dups-fn",
+    });
+    expect(redelivered.failed).toEqual([]);
+
+    expect(Object.fromEntries(effects)).toEqual({ a: 1, b: 1, c: 1 });
+    expect(telemetry.counts[METRIC.inBatchDuplicates]).toBe(2);
+    expect(telemetry.counts[METRIC.duplicates]).toBe(1);
+    expect(telemetry.counts[METRIC.processed]).toBe(3);
+  });
+
+  it("runs a key once across two concurrent invocations; the loser fails, then succeeds as a duplicate", async () => {
+    const q = await queue("concurrent");
+    let effects = 0;
+    const started = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const handler = sqsConsumer<Msg>(
+      async () => {
+        effects++;
+        started.resolve();
+        await release.promise;
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: "concurrent", leaseMs: 2_000 },
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"k"}' }, { body: '{"id":"k"}' }]);
+    // Two invocations each get one copy.
+    const one = invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      batchSize: 1,
+    });
+    await started.promise;
+    const two = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      batchSize: 1,
+    });
+    expect(two.failed).toHaveLength(1);
+    release.resolve();
+    expect((await one).failed).toEqual([]);
+
+    // The loser comes back once the winner's lease is over or completed (here: completed).
+    let later = { received: 0, failed: [] as string[] };
+    for (let i = 0; i < 40 && later.received === 0; i++) {
+      later = await invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "f" });
+    }
+    expect(later.received).toBe(1);
+    expect(later.failed).toEqual([]);
+    expect(effects).toBe(1);
+  });
+
+  it("fences out a holder whose lease expired: the new holder completes, the old completion is rejected", async () => {
+    const q = await queue("fence", { visibilityTimeout: 1 });
+    const telemetry = recordingTelemetry();
+    let calls = 0;
+    const gate = Promise.withResolvers<void>();
+    const handler = sqsConsumer<Msg>(
+      async () => {
+        calls++;
+        if (calls === 1) await gate.promise; // the first holder stalls past its lease
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: "fence", leaseMs: 500 },
+        heartbeat: false,
+        telemetry,
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"x"}' }]);
+    const stalled = invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "f" });
+    await sleep(1200); // lease (0.5 s) and visibility (1 s) both ran out
+    const second = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      waitSeconds: 2,
+    });
+    expect(second.received).toBe(1);
+    expect(second.failed).toEqual([]);
+    gate.resolve();
+    await stalled;
+    expect(telemetry.counts[METRIC.leasesLost]).toBe(1);
+    const item = await ddb.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: dedupPk("fence", "x") } } }),
+    );
+    expect(item.Item?.status?.S).toBe("COMPLETED");
+    expect(item.Item?.attempts?.N).toBe("2");
+  });
+
+  it("parks a poison record in the DLQ with its context after one attempt; the rest of the batch succeeds", async () => {
+    const q = await queue("poison", { maxReceiveCount: 5 });
+    const seen: string[] = [];
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        if (body.id === "rule") throw new PermanentError("amount over the customer's limit");
+        seen.push(body.id);
+      },
+      { schema: Msg, key: (m) => m.id, idempotency: { tableName: table, scope: "poison" } },
+    );
+    await sendAll(sqs, q.url, [
+      { body: '{"id":"ok1"}' },
+      {
+        body: "{not json",
+        attributes: { tenant: { DataType: "String", StringValue: "acme" } },
+      },
+      { body: '{"id":42}' },
+      { body: '{"id":"rule"}' },
+      { body: '{"id":"ok2"}' },
+    ]);
+    const result = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "poison-fn",
+    });
+    expect(result.received).toBe(5);
+    expect(result.failed).toEqual([]);
+    expect(seen.sort()).toEqual(["ok1", "ok2"]);
+
+    const parked = await drainQueue(sqs, q.dlqUrl);
+    expect(parked).toHaveLength(3);
+    const byType = Object.fromEntries(
+      parked.map((m) => {
+        const ctx = JSON.parse(m.MessageAttributes![CONTEXT_ATTRIBUTE]!.StringValue!) as Record<
+          string,
+          string
+        >;
+        return [ctx["x-last-error"]!.split(":")[0]!, { m, ctx }];
+      }),
+    );
+    expect(Object.keys(byType).sort()).toEqual([
+      "InvalidJsonError",
+      "PermanentError",
+      "SchemaValidationError",
+    ]);
+    const bad = byType.InvalidJsonError!;
+    expect(bad.m.Body).toBe("{not json");
+    expect(bad.m.MessageAttributes?.tenant?.StringValue).toBe("acme"); // the user's attribute survives
+    expect(bad.ctx["x-original-queue"]).toBe(q.arn);
+    expect(bad.ctx["x-retry-count"]).toBe("0");
+    expect(bad.ctx["x-consumer"]).toBe("poison-fn");
+    expect(bad.ctx["x-first-failed-at"]).toMatch(/^\d{4}-\d\d-\d\dT/);
+    // Nothing is left in the source queue.
+    expect(await drainQueue(sqs, q.url, 0)).toHaveLength(0);
+  });
+
+  it("reports a record failed, and keeps it, when parking in the DLQ fails", async () => {
+    const q = await queue("park-fails");
+    const handler = sqsConsumer<Msg>(async () => undefined, {
+      schema: Msg,
+      idempotency: false,
+      deadLetterQueueUrl: `${q.url}-does-not-exist`,
+    });
+    await sendAll(sqs, q.url, [{ body: "garbage" }, { body: '{"id":"fine"}' }]);
+    const result = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+    });
+    expect(result.received).toBe(2);
+    expect(result.failed).toHaveLength(1);
+    expect(result.deleted).toBe(1);
+  });
+
+  it("makes a transiently failing record visible again after the backoff, not the queue's 60 s timeout", async () => {
+    const q = await queue("backoff", { visibilityTimeout: 60 });
+    let calls = 0;
+    const handler = sqsConsumer<Msg>(
+      async () => {
+        calls++;
+        if (calls === 1) throw new TransientError("dependency unavailable");
+      },
+      {
+        schema: Msg,
+        idempotency: { tableName: table, scope: "backoff" },
+        backoff: { baseSeconds: 1, maxSeconds: 1 },
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"t"}' }]);
+    const first = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+    });
+    expect(first.failed).toHaveLength(1);
+    // Within a few seconds (backoff ≤ 1 s), far sooner than the 60 s visibility timeout.
+    const again = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      waitSeconds: 5,
+    });
+    expect(again.received).toBe(1);
+    expect(again.failed).toEqual([]);
+    expect(calls).toBe(2); // the failed attempt released its lease, so the retry ran at once
+  });
+
+  it("FIFO: a failure in group A fails A's later records only; B runs on, each group in order", async () => {
+    const q = await queue("fifo", { fifo: true });
+    const order: string[] = [];
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        if (body.id === "A2") throw new TransientError("A2 fails");
+        order.push(body.id);
+      },
+      { schema: Msg, key: (m) => m.id, idempotency: { tableName: table, scope: "fifo" }, concurrency: 4 },
+    );
+    // fauxqs hands out one message per group per receive, so the batch is assembled as Lambda would.
+    const ids = ["A1", "B1", "A2", "B2", "A3", "B3"];
+    const event: SQSEvent = {
+      Records: ids.map((id, i) =>
+        toLambdaRecord(
+          {
+            MessageId: `m-${id}`,
+            ReceiptHandle: `rh-${i}`,
+            Body: JSON.stringify({ id }),
+            Attributes: { MessageGroupId: id[0]!, ApproximateReceiveCount: "1", SequenceNumber: String(i) },
+          },
+          q.arn,
+        ),
+      ),
+    };
+    const response = await handler(event, lambdaContext("fifo-fn", 30_000));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(["m-A2", "m-A3"]);
+    expect(order.filter((id) => id.startsWith("A"))).toEqual(["A1"]);
+    expect(order.filter((id) => id.startsWith("B"))).toEqual(["B1", "B2", "B3"]);
+  });
+
+  it("stops starting records when the Lambda time runs low and returns the rest at once", async () => {
+    const q = await queue("deadline");
+    let ran = 0;
+    const handler = sqsConsumer<Msg>(
+      async () => {
+        ran++;
+        await sleep(300);
+      },
+      { schema: Msg, idempotency: false, concurrency: 1, timeMarginMs: 1_000 },
+    );
+    await sendAll(
+      sqs,
+      q.url,
+      ["1", "2", "3", "4", "5", "6", "7", "8"].map((id) => ({ body: JSON.stringify({ id }) })),
+    );
+    // 1.7 s budget, 1 s margin, 0.3 s per record: a few run, the rest are handed back.
+    const result = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      timeoutMs: 1_700,
+    });
+    expect(result.received).toBe(8);
+    expect(ran).toBeGreaterThan(0);
+    expect(ran).toBeLessThan(8);
+    expect(result.failed).toHaveLength(8 - ran);
+    // Visibility was set to 0: they are back immediately.
+    expect(await drainQueue(sqs, q.url)).toHaveLength(8 - ran);
+  });
+
+  it("rejects an event that is not an SQS batch with a typed error", async () => {
+    const handler = sqsConsumer(async () => undefined, { idempotency: false });
+    await expect(
+      handler({ records: {} } as unknown as SQSEvent, lambdaContext("f", 1000)),
+    ).rejects.toMatchObject({
+      name: "UnknownEventShapeError",
+    });
+  });
+});
