@@ -1,0 +1,197 @@
+import { describe, expect, it } from "vitest";
+import { packAttributes, unpackAttributes } from "../../lib/core/attributePacking.ts";
+import { fullJitterDelaySeconds } from "../../lib/core/backoff.ts";
+import { decideRejectedClaim } from "../../lib/core/dedupDecision.ts";
+import { resolveDedupKey } from "../../lib/core/envelope.ts";
+import {
+  classifyError,
+  InvalidJsonError,
+  KeyReuseError,
+  LeaseLostError,
+  PermanentError,
+  TransientError,
+} from "../../lib/core/errors.ts";
+import { contextToHeaders, failureContext } from "../../lib/core/failureContext.ts";
+import { runKeyed } from "../../lib/core/keyedScheduler.ts";
+
+describe("fullJitterDelaySeconds", () => {
+  const policy = { baseSeconds: 2, maxSeconds: 60 };
+  it("grows the ceiling exponentially and caps it", () => {
+    expect(fullJitterDelaySeconds(1, policy, () => 1)).toBe(2);
+    expect(fullJitterDelaySeconds(3, policy, () => 1)).toBe(8);
+    expect(fullJitterDelaySeconds(10, policy, () => 1)).toBe(60);
+    expect(fullJitterDelaySeconds(1_000, policy, () => 1)).toBe(60);
+  });
+  it("draws uniformly below the ceiling (full jitter)", () => {
+    expect(fullJitterDelaySeconds(4, policy, () => 0)).toBe(0);
+    expect(fullJitterDelaySeconds(4, policy, () => 0.5)).toBe(8);
+  });
+});
+
+describe("resolveDedupKey", () => {
+  it("prefers the business key, then the producer's message-id, then broker coordinates", () => {
+    expect(resolveDedupKey("order-1", { "message-id": "m" }, "b")).toEqual({
+      id: "order-1",
+      idSource: "business",
+    });
+    expect(resolveDedupKey(undefined, { "message-id": "m" }, "b")).toEqual({ id: "m", idSource: "producer" });
+    expect(resolveDedupKey(undefined, {}, "b")).toEqual({ id: "b", idSource: "broker" });
+  });
+});
+
+describe("decideRejectedClaim", () => {
+  const now = 1_000_000;
+  const base = {
+    leaseExpiresAtMs: undefined,
+    expiresAtSec: now / 1000 + 100,
+    payloadHash: undefined,
+    result: undefined,
+  };
+  it("a completed item is a duplicate, with its stored result", () => {
+    expect(decideRejectedClaim({ ...base, status: "COMPLETED", result: "r" }, undefined, now)).toEqual({
+      outcome: "duplicate",
+      result: "r",
+    });
+  });
+  it("a live lease is in progress; an expired one or an expired TTL means try again", () => {
+    expect(
+      decideRejectedClaim({ ...base, status: "IN_PROGRESS", leaseExpiresAtMs: now + 5 }, undefined, now)
+        .outcome,
+    ).toBe("in-progress");
+    expect(
+      decideRejectedClaim({ ...base, status: "IN_PROGRESS", leaseExpiresAtMs: now - 5 }, undefined, now)
+        .outcome,
+    ).toBe("retry");
+    expect(
+      decideRejectedClaim({ ...base, status: "COMPLETED", expiresAtSec: now / 1000 - 1 }, undefined, now)
+        .outcome,
+    ).toBe("retry");
+    expect(decideRejectedClaim(undefined, undefined, now).outcome).toBe("retry");
+  });
+  it("a different payload hash is key reuse", () => {
+    expect(decideRejectedClaim({ ...base, status: "COMPLETED", payloadHash: "a" }, "b", now)).toEqual({
+      outcome: "key-reuse",
+      storedHash: "a",
+      givenHash: "b",
+    });
+  });
+});
+
+describe("errors", () => {
+  it("classifies permanent and transient errors; unknown errors are transient", () => {
+    expect(classifyError(new PermanentError("x"))).toBe("permanent");
+    expect(classifyError(new InvalidJsonError("x"))).toBe("permanent");
+    expect(classifyError(new KeyReuseError("x"))).toBe("permanent");
+    expect(classifyError(new TransientError("x"))).toBe("transient");
+    expect(classifyError(new LeaseLostError("x"))).toBe("transient");
+    expect(classifyError(new Error("x"))).toBe("transient");
+    expect(classifyError({ kind: "permanent" })).toBe("permanent");
+    expect(new InvalidJsonError("x").name).toBe("InvalidJsonError");
+  });
+});
+
+describe("failure context", () => {
+  it("carries the first failure time over and renders the DESIGN.md header names", () => {
+    const ctx = failureContext({
+      error: new InvalidJsonError("bad"),
+      messageId: "m1",
+      consumer: "orders",
+      retryCount: 2,
+      previousFirstFailedAt: "2026-01-01T00:00:00.000Z",
+      originalTopic: "orders",
+      originalPartition: 3,
+      originalOffset: "42",
+    });
+    expect(contextToHeaders(ctx)).toEqual({
+      "x-original-topic": "orders",
+      "x-original-partition": "3",
+      "x-original-offset": "42",
+      "x-retry-count": "2",
+      "x-first-failed-at": "2026-01-01T00:00:00.000Z",
+      "x-last-error": "InvalidJsonError: bad",
+      "x-message-id": "m1",
+      "x-consumer": "orders",
+    });
+  });
+});
+
+describe("packAttributes", () => {
+  const attr = (v: string) => ({ DataType: "String", StringValue: v });
+  it("adds one context attribute when there is room, keeping the user's", () => {
+    const packed = packAttributes({ a: attr("1") }, { "x-retry-count": "0" });
+    expect(Object.keys(packed)).toEqual(["a", "x-failure-context"]);
+    expect(unpackAttributes(packed)).toEqual({
+      attributes: { a: attr("1") },
+      context: { "x-retry-count": "0" },
+    });
+  });
+  it("folds all ten user attributes with the context, and unfolds them intact", () => {
+    const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`k${i}`, attr(String(i))]));
+    const packed = packAttributes(ten, { "x-retry-count": "1" });
+    expect(Object.keys(packed)).toHaveLength(1);
+    expect(unpackAttributes(packed)).toEqual({ attributes: ten, context: { "x-retry-count": "1" } });
+  });
+});
+
+describe("runKeyed", () => {
+  const tick = () => new Promise((r) => setImmediate(r));
+
+  it("keeps each key's order, runs keys side by side, and bounds concurrency", async () => {
+    let running = 0;
+    let peak = 0;
+    const log: string[] = [];
+    const task = (key: string | undefined, id: string) => ({
+      key,
+      run: async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await tick();
+        log.push(id);
+        running--;
+        return id;
+      },
+    });
+    const out = await runKeyed(
+      [
+        task("a", "a1"),
+        task("b", "b1"),
+        task("a", "a2"),
+        task(undefined, "u1"),
+        task("b", "b2"),
+        task("a", "a3"),
+      ],
+      { concurrency: 2 },
+    );
+    expect(out.map((o) => (o.status === "fulfilled" ? o.value : o.status))).toEqual([
+      "a1",
+      "b1",
+      "a2",
+      "u1",
+      "b2",
+      "a3",
+    ]);
+    expect(log.filter((id) => id.startsWith("a"))).toEqual(["a1", "a2", "a3"]);
+    expect(log.filter((id) => id.startsWith("b"))).toEqual(["b1", "b2"]);
+    expect(peak).toBe(2);
+  });
+
+  it("skips a key's later tasks after a failure, but not other keys'", async () => {
+    const out = await runKeyed([
+      { key: "a", run: async () => 1 },
+      { key: "a", run: async () => Promise.reject(new Error("boom")) },
+      { key: "b", run: async () => 3 },
+      { key: "a", run: async () => 4 },
+    ]);
+    expect(out.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "skipped"]);
+    expect(out[3]).toEqual({ status: "skipped", reason: "key-failed" });
+  });
+
+  it("stops starting tasks once canStart says no", async () => {
+    let started = 0;
+    const out = await runKeyed(
+      Array.from({ length: 5 }, () => ({ key: undefined, run: async () => ++started })),
+      { concurrency: 1, canStart: () => started < 2 },
+    );
+    expect(out.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "skipped", "skipped", "skipped"]);
+  });
+});
