@@ -1,0 +1,385 @@
+import {
+  type MessageAttributeValue,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import { PermanentError } from "../core/errors.ts";
+import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
+import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
+import { createSqsClient } from "../sqs/sqsClient.ts";
+import { PublishFailedError, PublishRejectedError, UnknownDestinationError } from "./errors.ts";
+import { OUTBOX_HEADERS, type OutboxEvent, publishedHeaders } from "./outboxEvent.ts";
+
+/**
+ * Publishes outbox events to their destinations, shared by the stream relay and the sweeper.
+ *
+ * - **Kafka**: one produce request per call for every topic (the shared producer: acks = all, one
+ *   request in flight, so a retry never overtakes a later record). Key = aggregate id, so an
+ *   aggregate's events share a partition and keep their order. Headers: `message-id` (the event
+ *   id), `event-type`, `aggregate-type`, `aggregate-id`, `traceparent`, `schema-version`, … A
+ *   request the cluster rejects for good (MESSAGE_TOO_LARGE, …) is retried record by record to
+ *   isolate the poison record, which alone is rejected.
+ * - **SQS standard**: SendMessageBatch, up to 10 messages and `sqsMaxBatchBytes` a call, calls in
+ *   parallel (a standard queue keeps no order anyway).
+ * - **SQS FIFO**: MessageGroupId = aggregate id, MessageDeduplicationId = event id. A batch holds at
+ *   most one message per group, and a group's next message is sent only after its previous one
+ *   succeeded. SQS reports batch entries one by one and does not document what a failed entry
+ *   means for later entries of its group; with one message per group per batch, a failure can
+ *   never let a later event of the aggregate overtake it. (Many aggregates still fill batches of 10.)
+ *
+ * Every outcome is per event: `published`, `failed` (transient: retry) or `rejected` (permanent:
+ * park). Nothing throws.
+ */
+export type Target =
+  | { readonly kind: "kafka"; readonly topic: string }
+  | { readonly kind: "sqs"; readonly queueUrl: string; readonly fifo: boolean };
+
+export type PublishOutcome =
+  | { readonly status: "published" }
+  | { readonly status: "failed"; readonly error: Error }
+  | { readonly status: "rejected"; readonly error: PermanentError };
+
+export interface OutboxPublisherOptions {
+  /** @default createSqsClient() */
+  readonly sqs?: SQSClient;
+  /** The producer, or how to get it. @default getKafkaProducer() (KAFKA_BROKERS, MSK_IAM_AUTH, …) */
+  readonly kafka?: KafkaProducer | (() => KafkaProducer);
+  /** Route name → `kafka:<topic>` | `sqs:<queue url>`. */
+  readonly routes?: Readonly<Record<string, string>>;
+  /** Total bytes of one SendMessageBatch. @default 262 144 (256 KiB, valid on every queue) */
+  readonly sqsMaxBatchBytes?: number;
+  /** SendMessageBatch calls in flight at once. @default 10 */
+  readonly sqsConcurrency?: number;
+}
+
+export interface OutboxPublisher {
+  /** Outcomes aligned with `events`. */
+  publish(events: ReadonlyArray<OutboxEvent>): Promise<PublishOutcome[]>;
+  resolve(destination: string): Target | undefined;
+  readonly calls: { sqsSendMessageBatch: number; kafkaSend: number };
+}
+
+/** `kafka:<topic>`, `sqs:<queue url>`, or a route name that maps to one of those. */
+export function parseDestination(
+  destination: string,
+  routes: Readonly<Record<string, string>> = {},
+): Target | undefined {
+  const resolved = routes[destination] ?? destination;
+  const colon = resolved.indexOf(":");
+  if (colon < 0) return undefined;
+  const scheme = resolved.slice(0, colon);
+  const rest = resolved.slice(colon + 1).replace(/^\/\//, "");
+  if (rest === "") return undefined;
+  if (scheme === "kafka") return { kind: "kafka", topic: rest };
+  if (scheme === "sqs") return { kind: "sqs", queueUrl: rest, fifo: rest.endsWith(".fifo") };
+  return undefined;
+}
+
+const SQS_MAX_ATTRIBUTES = 10;
+const CORE_ATTRIBUTES = new Set<string>(Object.values(OUTBOX_HEADERS));
+/** Where user headers go when they do not fit as attributes of their own (JSON object). */
+export const FOLDED_HEADERS_ATTRIBUTE = "x-headers";
+const VALID_ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!.*\.\.)[A-Za-z0-9_\-.]{1,256}$/i;
+
+/** Kafka headers → SQS message attributes, never more than 10, never dropping a header. */
+export function toSqsAttributes(
+  headers: Readonly<Record<string, string>>,
+): Record<string, MessageAttributeValue> {
+  const core: Record<string, MessageAttributeValue> = {};
+  const user: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (CORE_ATTRIBUTES.has(k)) core[k] = { DataType: "String", StringValue: v };
+    else user[k] = v;
+  }
+  const userNames = Object.keys(user);
+  const fits =
+    Object.keys(core).length + userNames.length <= SQS_MAX_ATTRIBUTES &&
+    userNames.every((n) => VALID_ATTRIBUTE_NAME.test(n) && n !== FOLDED_HEADERS_ATTRIBUTE) &&
+    Object.values(user).every((v) => v !== "");
+  if (fits) {
+    for (const n of userNames) core[n] = { DataType: "String", StringValue: user[n]! };
+  } else {
+    core[FOLDED_HEADERS_ATTRIBUTE] = { DataType: "String", StringValue: JSON.stringify(user) };
+  }
+  return core;
+}
+
+function entrySize(entry: SendMessageBatchRequestEntry): number {
+  let size = Buffer.byteLength(entry.MessageBody ?? "", "utf8");
+  for (const [name, attr] of Object.entries(entry.MessageAttributes ?? {})) {
+    size +=
+      Buffer.byteLength(name) +
+      Buffer.byteLength(attr.DataType ?? "") +
+      Buffer.byteLength(attr.StringValue ?? "");
+  }
+  return size;
+}
+
+async function mapLimit<T>(
+  items: ReadonlyArray<T>,
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+export function createOutboxPublisher(options: OutboxPublisherOptions = {}): OutboxPublisher {
+  let sqsClient = options.sqs;
+  const sqs = () => {
+    sqsClient ??= createSqsClient();
+    return sqsClient;
+  };
+  const kafka = (): KafkaProducer => {
+    const k = options.kafka;
+    if (k === undefined) return getKafkaProducer();
+    return typeof k === "function" ? k() : k;
+  };
+  const routes = options.routes ?? {};
+  const maxBatchBytes = options.sqsMaxBatchBytes ?? 262_144;
+  const concurrency = options.sqsConcurrency ?? 10;
+  const calls = { sqsSendMessageBatch: 0, kafkaSend: 0 };
+
+  const toKafkaMessage = (e: OutboxEvent): OutgoingMessage => ({
+    key: e.aggregateId,
+    value: e.payload,
+    headers: publishedHeaders(e),
+    timestamp: e.createdAt,
+  });
+
+  async function publishKafka(
+    byTopic: Map<string, number[]>,
+    events: ReadonlyArray<OutboxEvent>,
+    outcomes: PublishOutcome[],
+  ): Promise<void> {
+    const all = [...byTopic.values()].flat();
+    let producer: KafkaProducer;
+    try {
+      producer = kafka();
+    } catch (error) {
+      // Not configured (no KAFKA_BROKERS): the deployment's fault, not the events'. Retry, do not park.
+      const e = new PublishFailedError(`no Kafka producer: ${(error as Error).message}`, { cause: error });
+      for (const i of all) outcomes[i] = { status: "failed", error: e };
+      return;
+    }
+    try {
+      calls.kafkaSend++;
+      await producer.sendBatch(
+        [...byTopic].map(([topic, idx]) => ({ topic, messages: idx.map((i) => toKafkaMessage(events[i]!)) })),
+      );
+      for (const i of all) outcomes[i] = { status: "published" };
+      return;
+    } catch (error) {
+      if (!(error instanceof KafkaPublishPermanentError) || all.length === 1) {
+        for (const i of all) outcomes[i] = asOutcome(error);
+        return;
+      }
+    }
+    // A permanent rejection of a multi-record request: find the poison record(s) one by one, in
+    // order, stopping an aggregate at its first transient failure so nothing overtakes it.
+    const blocked = new Set<string>();
+    for (const [topic, idx] of byTopic) {
+      for (const i of idx) {
+        const e = events[i]!;
+        const lane = `${topic}\u0000${e.aggregateId}`;
+        if (blocked.has(lane)) {
+          outcomes[i] = {
+            status: "failed",
+            error: new PublishFailedError("an earlier event of this aggregate failed"),
+          };
+          continue;
+        }
+        try {
+          calls.kafkaSend++;
+          await producer.send(topic, [toKafkaMessage(e)]);
+          outcomes[i] = { status: "published" };
+        } catch (error) {
+          outcomes[i] = asOutcome(error);
+          if (outcomes[i]!.status === "failed") blocked.add(lane);
+        }
+      }
+    }
+  }
+
+  async function sendSqsBatch(
+    queueUrl: string,
+    batch: ReadonlyArray<{ index: number; entry: SendMessageBatchRequestEntry }>,
+    outcomes: PublishOutcome[],
+  ): Promise<void> {
+    try {
+      calls.sqsSendMessageBatch++;
+      const out = await sqs().send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch.map((b) => b.entry) }),
+      );
+      const failed = new Map((out.Failed ?? []).map((f) => [f.Id, f]));
+      for (const b of batch) {
+        const f = failed.get(b.entry.Id);
+        if (!f) {
+          outcomes[b.index] = { status: "published" };
+        } else if (f.SenderFault) {
+          outcomes[b.index] = {
+            status: "rejected",
+            error: new PublishRejectedError(
+              `SQS rejected the message (${f.Code}): ${f.Message ?? ""}`.slice(0, 500),
+            ),
+          };
+        } else {
+          outcomes[b.index] = {
+            status: "failed",
+            error: new PublishFailedError(
+              `SQS failed the message (${f.Code}): ${f.Message ?? ""}`.slice(0, 500),
+            ),
+          };
+        }
+      }
+    } catch (error) {
+      // The SDK already retried; the whole call failed (network, throttling, queue missing).
+      const e = new PublishFailedError(
+        `SendMessageBatch to ${queueUrl} failed: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+      for (const b of batch) outcomes[b.index] = { status: "failed", error: e };
+    }
+  }
+
+  function toEntry(e: OutboxEvent, n: number, fifo: boolean): SendMessageBatchRequestEntry {
+    return {
+      Id: `m${n}`,
+      MessageBody: e.payload,
+      MessageAttributes: toSqsAttributes(publishedHeaders(e)),
+      ...(fifo ? { MessageGroupId: e.aggregateId, MessageDeduplicationId: e.eventId } : {}),
+    };
+  }
+
+  /** Chunks of ≤10 entries and ≤ maxBatchBytes (an oversized entry goes alone; SQS will reject it). */
+  function chunk<T extends { entry: SendMessageBatchRequestEntry }>(items: ReadonlyArray<T>): T[][] {
+    const chunks: T[][] = [];
+    let current: T[] = [];
+    let bytes = 0;
+    for (const item of items) {
+      const size = entrySize(item.entry);
+      if (current.length > 0 && (current.length === 10 || bytes + size > maxBatchBytes)) {
+        chunks.push(current);
+        current = [];
+        bytes = 0;
+      }
+      current.push(item);
+      bytes += size;
+    }
+    if (current.length > 0) chunks.push(current);
+    return chunks;
+  }
+
+  async function publishSqs(
+    target: Extract<Target, { kind: "sqs" }>,
+    idx: ReadonlyArray<number>,
+    events: ReadonlyArray<OutboxEvent>,
+    outcomes: PublishOutcome[],
+  ): Promise<void> {
+    if (!target.fifo) {
+      const items = idx.map((index, n) => ({ index, entry: toEntry(events[index]!, n, false) }));
+      await mapLimit(chunk(items), concurrency, (batch) => sendSqsBatch(target.queueUrl, batch, outcomes));
+      return;
+    }
+    // FIFO: rounds; each round takes the next event of every unblocked group.
+    const groups = new Map<string, number[]>();
+    for (const index of idx) {
+      const g = events[index]!.aggregateId;
+      let q = groups.get(g);
+      if (!q) {
+        q = [];
+        groups.set(g, q);
+      }
+      q.push(index);
+    }
+    let n = 0;
+    while (groups.size > 0) {
+      const round = [...groups.values()].map((q) => {
+        const index = q[0]!;
+        return { index, entry: toEntry(events[index]!, n++, true) };
+      });
+      await mapLimit(chunk(round), concurrency, (batch) => sendSqsBatch(target.queueUrl, batch, outcomes));
+      for (const [g, q] of groups) {
+        const head = q.shift()!;
+        // A transient failure blocks the rest of the group (retried later, in order). A rejected
+        // event is parked by the caller, and the group moves on.
+        if (outcomes[head]?.status === "failed") {
+          for (const rest of q)
+            outcomes[rest] = {
+              status: "failed",
+              error: new PublishFailedError("an earlier event of this aggregate failed"),
+            };
+          q.length = 0;
+        }
+        if (q.length === 0) groups.delete(g);
+      }
+    }
+  }
+
+  return {
+    calls,
+    resolve: (destination) => parseDestination(destination, routes),
+    async publish(events) {
+      const outcomes: PublishOutcome[] = new Array(events.length);
+      const kafkaTopics = new Map<string, number[]>();
+      const queues = new Map<string, { target: Extract<Target, { kind: "sqs" }>; idx: number[] }>();
+      events.forEach((e, i) => {
+        const target = parseDestination(e.destination, routes);
+        if (!target) {
+          outcomes[i] = {
+            status: "rejected",
+            error: new UnknownDestinationError(
+              `event ${e.eventId}: destination '${e.destination}' is neither kafka:<topic>, sqs:<queue url> nor a configured route`,
+            ),
+          };
+        } else if (target.kind === "kafka") {
+          const list = kafkaTopics.get(target.topic) ?? [];
+          list.push(i);
+          kafkaTopics.set(target.topic, list);
+        } else {
+          const q = queues.get(target.queueUrl) ?? { target, idx: [] };
+          q.idx.push(i);
+          queues.set(target.queueUrl, q);
+        }
+      });
+      await Promise.all([
+        kafkaTopics.size > 0 ? publishKafka(kafkaTopics, events, outcomes) : undefined,
+        ...[...queues.values()].map((q) => publishSqs(q.target, q.idx, events, outcomes)),
+      ]);
+      return outcomes;
+    },
+  };
+}
+
+function asOutcome(error: unknown): PublishOutcome {
+  if (error instanceof PermanentError) return { status: "rejected", error };
+  return { status: "failed", error: error instanceof Error ? error : new PublishFailedError(String(error)) };
+}
+
+/** Sends one parked record to a parking queue (a plain SendMessage; it is rare). */
+export async function sendToParkingQueue(
+  sqs: SQSClient,
+  queueUrl: string,
+  body: string,
+  attributes: Record<string, MessageAttributeValue>,
+  fifoGroup?: string,
+  dedupId?: string,
+): Promise<void> {
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: queueUrl,
+      MessageBody: body,
+      MessageAttributes: attributes,
+      ...(queueUrl.endsWith(".fifo")
+        ? { MessageGroupId: fifoGroup ?? "parked", MessageDeduplicationId: dedupId }
+        : {}),
+    }),
+  );
+}

@@ -1,0 +1,240 @@
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
+import { describeError } from "../core/errors.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { createSqsClient } from "../sqs/sqsClient.ts";
+import { NotAnOutboxItemError, StreamViewTypeError } from "./errors.ts";
+import { isOutboxKey, type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
+import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
+import { OUTBOX_ATTR as A } from "./schema.ts";
+import { clearPending, fromLambdaImage, park } from "./settle.ts";
+
+/**
+ * The outbox relay: a Lambda handler for the app table's DynamoDB stream.
+ *
+ * For each batch (one shard, in stream order):
+ * 1. Keeps the INSERTs of pending outbox events. Anything else is skipped and counted (the
+ *    event-source filter OUTBOX_STREAM_FILTER_PATTERN normally keeps it away); a non-outbox INSERT
+ *    is logged as NotAnOutboxItemError, because it means the filter is missing.
+ * 2. Publishes the events (see publisher.ts: Kafka keyed by aggregate id, SQS batches of 10, FIFO
+ *    groups by aggregate id with the event id as deduplication id).
+ * 3. Parks the events that can never be published (malformed item, unknown destination, rejected
+ *    by the broker): to the parking queue if configured, and marked in the table. Never dropped.
+ * 4. Clears `pending` on the published events (BatchWriteItem, 25 a call).
+ * 5. Returns `batchItemFailures` with the first record that failed (transiently, or whose parking
+ *    failed): Lambda checkpoints there and retries it and everything after it, in order. Later
+ *    records that were published are published again on the retry: duplicates with the same event
+ *    id, which consumers drop.
+ */
+export interface OutboxRelayOptions {
+  /** The app table (to clear and park). @default APP_TABLE_NAME, else the table named in the stream ARN */
+  readonly tableName?: string;
+  /** @default a new DynamoDBClient */
+  readonly client?: DynamoDBClient;
+  /** @default a publisher built from `publisherOptions` */
+  readonly publisher?: OutboxPublisher;
+  readonly publisherOptions?: OutboxPublisherOptions;
+  /** Where events that can never be published go, with their context. @default OUTBOX_PARKING_QUEUE_URL */
+  readonly parkingQueueUrl?: string;
+  /** @default createSqsClient() */
+  readonly sqs?: SQSClient;
+  readonly telemetry?: Telemetry;
+  /** The `x-consumer` of parked events. @default "outbox-relay" */
+  readonly consumerName?: string;
+  readonly now?: () => number;
+}
+
+export interface RelayReport {
+  readonly published: number;
+  readonly parked: number;
+  readonly failed: number;
+  readonly skipped: number;
+  readonly markFailures: number;
+}
+
+export interface OutboxRelay {
+  handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse>;
+  /** What the last invocation did (tests, benchmarks). */
+  readonly lastReport: RelayReport | undefined;
+  readonly publisher: OutboxPublisher;
+}
+
+/** `arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>` → `<name>`. */
+export function tableNameFromStreamArn(arn: string | undefined): string | undefined {
+  const m = arn?.match(/:table\/([^/]+)\/stream\//);
+  return m?.[1];
+}
+
+type Parsed =
+  | { kind: "event"; event: OutboxEvent; image: Record<string, AttributeValue> }
+  | { kind: "park"; error: unknown; image: unknown; key: { pk: string; sk: string } | undefined }
+  | { kind: "skip"; reason: "not-insert" | "not-outbox" | "not-pending" };
+
+export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay {
+  const client = options.client ?? new DynamoDBClient({});
+  const publisher = options.publisher ?? createOutboxPublisher(options.publisherOptions);
+  const parkingQueueUrl = options.parkingQueueUrl ?? process.env.OUTBOX_PARKING_QUEUE_URL;
+  let sqsClient = options.sqs;
+  const sqs = () => {
+    sqsClient ??= createSqsClient();
+    return sqsClient;
+  };
+  const now = options.now ?? Date.now;
+  const telemetry = options.telemetry;
+  const consumer = options.consumerName ?? "outbox-relay";
+  let lastReport: RelayReport | undefined;
+
+  const parse = (record: DynamoDBRecord): Parsed => {
+    if (record.eventName !== "INSERT") return { kind: "skip", reason: "not-insert" };
+    const lambdaImage = record.dynamodb?.NewImage;
+    if (!lambdaImage) {
+      const keys = record.dynamodb?.Keys;
+      if (keys && isOutboxKey(fromLambdaImage(keys))) {
+        throw new StreamViewTypeError(
+          "the stream carries no new images: set StreamViewType to NEW_IMAGE or NEW_AND_OLD_IMAGES",
+        );
+      }
+      return { kind: "skip", reason: "not-outbox" };
+    }
+    const image = fromLambdaImage(lambdaImage);
+    if (!isOutboxKey(image)) {
+      const error = new NotAnOutboxItemError(
+        "an INSERT of a non-outbox item reached the relay; check the event-source filter (OUTBOX_STREAM_FILTER_PATTERN)",
+      );
+      telemetry?.logger.error(error.message, { sequenceNumber: record.dynamodb?.SequenceNumber });
+      return { kind: "skip", reason: "not-outbox" };
+    }
+    if (image[A.pending] === undefined) return { kind: "skip", reason: "not-pending" };
+    const pk = image[A.pk]?.S;
+    const sk = image[A.sk]?.S;
+    const key = pk !== undefined && sk !== undefined ? { pk, sk } : undefined;
+    try {
+      return { kind: "event", event: parseOutboxItem(image), image };
+    } catch (error) {
+      return { kind: "park", error, image: lambdaImage, key };
+    }
+  };
+
+  const relay: OutboxRelay = {
+    publisher,
+    get lastReport() {
+      return lastReport;
+    },
+    async handler(event) {
+      const records = event.Records ?? [];
+      const tableName =
+        options.tableName ?? process.env.APP_TABLE_NAME ?? tableNameFromStreamArn(records[0]?.eventSourceARN);
+      if (!tableName) throw new Error("outbox relay: no table name (set APP_TABLE_NAME)");
+      const parsed = records.map(parse);
+      const failedAt = new Set<number>();
+      let skipped = 0;
+
+      const eventIdx: number[] = [];
+      parsed.forEach((p, i) => {
+        if (p.kind === "event") eventIdx.push(i);
+        else if (p.kind === "skip") skipped++;
+      });
+      const events = eventIdx.map((i) => (parsed[i] as Extract<Parsed, { kind: "event" }>).event);
+      const outcomes = await publisher.publish(events);
+
+      // Park what can never be published; a failed parking fails the record (nothing is acked).
+      const toPark: Array<{ index: number; input: Parameters<typeof park>[0] }> = [];
+      parsed.forEach((p, i) => {
+        if (p.kind === "park")
+          toPark.push({
+            index: i,
+            input: {
+              key: p.key,
+              image: p.image,
+              eventId: undefined,
+              error: p.error,
+              source: records[i]?.eventSourceARN ?? "stream",
+              consumer,
+            },
+          });
+      });
+      const toClear: Record<string, AttributeValue>[] = [];
+      outcomes.forEach((o, n) => {
+        const index = eventIdx[n]!;
+        const p = parsed[index] as Extract<Parsed, { kind: "event" }>;
+        if (o.status === "published") toClear.push(p.image);
+        else if (o.status === "failed") {
+          failedAt.add(index);
+          telemetry?.logger.warn("outbox publish failed; will retry", {
+            eventId: p.event.eventId,
+            destination: p.event.destination,
+            error: describeError(o.error),
+          });
+        } else {
+          toPark.push({
+            index,
+            input: {
+              key: { pk: p.image[A.pk]!.S!, sk: p.image[A.sk]!.S! },
+              image: records[index]?.dynamodb?.NewImage,
+              eventId: p.event.eventId,
+              error: o.error,
+              source: records[index]?.eventSourceARN ?? "stream",
+              consumer,
+            },
+          });
+        }
+      });
+
+      const t = now();
+      let parked = 0;
+      await Promise.all(
+        toPark.map(async ({ index, input }) => {
+          try {
+            await park(input, { client, tableName, sqs, parkingQueueUrl, now: t });
+            parked++;
+            telemetry?.logger.error("outbox event parked", {
+              eventId: input.eventId,
+              sequenceNumber: records[index]?.dynamodb?.SequenceNumber,
+              error: describeError(input.error),
+            });
+          } catch (error) {
+            failedAt.add(index);
+            telemetry?.logger.error("parking an outbox event failed; will retry", {
+              eventId: input.eventId,
+              error: describeError(error),
+            });
+          }
+        }),
+      );
+
+      const cleared = await clearPending(client, tableName, toClear, "relay", t);
+      if (cleared.failed > 0) {
+        telemetry?.logger.warn(
+          "could not clear the pending marker of published events; the sweeper will republish them",
+          {
+            count: cleared.failed,
+          },
+        );
+      }
+
+      lastReport = {
+        published: toClear.length,
+        parked,
+        failed: failedAt.size,
+        skipped,
+        markFailures: cleared.failed,
+      };
+      if (telemetry) {
+        if (toClear.length) telemetry.count(METRIC.published, toClear.length);
+        if (parked) telemetry.count(METRIC.outboxParked, parked);
+        if (failedAt.size) telemetry.count(METRIC.outboxPublishFailures, failedAt.size);
+        if (skipped) telemetry.count(METRIC.outboxRelaySkipped, skipped);
+        if (cleared.failed) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
+      }
+      if (failedAt.size === 0) return { batchItemFailures: [] };
+      const first = Math.min(...failedAt);
+      const sequenceNumber = records[first]?.dynamodb?.SequenceNumber;
+      // No sequence number cannot be checkpointed: fail the whole batch instead.
+      if (!sequenceNumber) throw new Error("outbox relay: a failed record has no SequenceNumber");
+      return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
+    },
+  };
+  return relay;
+}

@@ -1,0 +1,171 @@
+import {
+  type AttributeValue,
+  BatchWriteItemCommand,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  UpdateItemCommand,
+  type WriteRequest,
+} from "@aws-sdk/client-dynamodb";
+import type { MessageAttributeValue, SQSClient } from "@aws-sdk/client-sqs";
+import type { AttributeValue as LambdaAttributeValue } from "aws-lambda";
+import { contextToHeaders, failureContext } from "../core/failureContext.ts";
+import { sendToParkingQueue } from "./publisher.ts";
+import { OUTBOX_ATTR as A } from "./schema.ts";
+
+/**
+ * What happens to an outbox item after a publish attempt: cleared (published) or parked
+ * (permanently failed). Shared by the relay and the sweeper.
+ */
+
+/** The Lambda event's attribute values (binary as base64) → SDK attribute values. */
+export function fromLambdaAttributeValue(v: LambdaAttributeValue): AttributeValue {
+  if (v.S !== undefined) return { S: v.S };
+  if (v.N !== undefined) return { N: v.N };
+  if (v.B !== undefined) return { B: Buffer.from(v.B, "base64") };
+  if (v.BOOL !== undefined) return { BOOL: v.BOOL };
+  if (v.NULL !== undefined) return { NULL: v.NULL };
+  if (v.SS !== undefined) return { SS: v.SS };
+  if (v.NS !== undefined) return { NS: v.NS };
+  if (v.BS !== undefined) return { BS: v.BS.map((b) => Buffer.from(b, "base64")) };
+  if (v.L !== undefined) return { L: v.L.map(fromLambdaAttributeValue) };
+  if (v.M !== undefined) return { M: fromLambdaImage(v.M) };
+  return { NULL: true };
+}
+
+export function fromLambdaImage(image: Record<string, LambdaAttributeValue>): Record<string, AttributeValue> {
+  return Object.fromEntries(Object.entries(image).map(([k, v]) => [k, fromLambdaAttributeValue(v)]));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Clears `pending` (and `pendingSince`) on published events, so they leave the sparse GSI.
+ *
+ * BatchWriteItem puts of the full item without the marker, 25 items a call: 0.04 calls per event
+ * instead of one UpdateItem each. This is safe because outbox items are immutable apart from these
+ * markers, and the full image is at hand (the stream's NEW_IMAGE, or the GSI's ALL projection). The
+ * put shows up in the stream as a MODIFY, which the relay's filter ignores. If an item were ever
+ * re-created after its TTL deletion, it would come back without `pending`: never republished.
+ *
+ * Unprocessed items are retried a few times; what still fails is returned (not thrown): the events
+ * are published, and the sweeper will republish them later (a duplicate with the same event id).
+ */
+export async function clearPending(
+  client: DynamoDBClient,
+  tableName: string,
+  items: ReadonlyArray<Record<string, AttributeValue>>,
+  publishedBy: "relay" | "sweeper",
+  now: number,
+): Promise<{ cleared: number; failed: number; calls: number }> {
+  let calls = 0;
+  let failed = 0;
+  const requests: WriteRequest[] = items.map((item) => {
+    const { [A.pending]: _p, [A.pendingSince]: _s, ...rest } = item;
+    return {
+      PutRequest: {
+        Item: { ...rest, [A.publishedAt]: { N: String(now) }, [A.publishedBy]: { S: publishedBy } },
+      },
+    };
+  });
+  const chunks: WriteRequest[][] = [];
+  for (let i = 0; i < requests.length; i += 25) chunks.push(requests.slice(i, i + 25));
+  await Promise.all(
+    chunks.map(async (chunk) => {
+      let todo = chunk;
+      for (let attempt = 0; attempt < 5 && todo.length > 0; attempt++) {
+        if (attempt > 0) await sleep(Math.min(1000, 50 * 2 ** attempt * Math.random()));
+        try {
+          calls++;
+          const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: todo } }));
+          todo = out.UnprocessedItems?.[tableName] ?? [];
+        } catch {
+          // The SDK already retried this call; try again in the next attempt.
+        }
+      }
+      failed += todo.length;
+    }),
+  );
+  return { cleared: items.length - failed, failed, calls };
+}
+
+export interface ParkInput {
+  readonly key: { pk: string; sk: string } | undefined;
+  /** The image as it arrived (Lambda JSON or SDK shape), carried in full so the event can be replayed. */
+  readonly image: unknown;
+  readonly eventId: string | undefined;
+  readonly error: unknown;
+  readonly source: string;
+  readonly consumer: string;
+}
+
+export interface ParkingOptions {
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+  readonly sqs: () => SQSClient;
+  /** Parked events are sent here too, with their failure context. @default none: parked in the table only */
+  readonly parkingQueueUrl: string | undefined;
+  /** How long a parked item stays in the table (its TTL is pushed out). @default 14 days */
+  readonly parkedRetentionSeconds?: number;
+  readonly now: number;
+}
+
+/**
+ * Parks a permanently failing event: (1) to the parking queue if configured, with the failure
+ * context (`x-last-error`, `x-consumer`, `x-message-id`, …) and the whole item as the body; then
+ * (2) in the table: `pending` removed, `parkedAt` and `lastError` set, TTL pushed out. The item stays
+ * queryable and `requeueParked` puts it back in line after a fix. Throws if either step fails (the
+ * caller then reports the record as failed: nothing is acked).
+ */
+export async function park(input: ParkInput, options: ParkingOptions): Promise<void> {
+  const context = failureContext({
+    error: input.error,
+    messageId: input.eventId ?? "unknown",
+    consumer: input.consumer,
+    retryCount: 0,
+    now: new Date(options.now),
+    originalTopic: input.source,
+  });
+  const headers = contextToHeaders(context);
+  if (options.parkingQueueUrl) {
+    const attributes: Record<string, MessageAttributeValue> = {
+      "x-failure-context": { DataType: "String", StringValue: JSON.stringify(headers) },
+      ...(input.eventId ? { "message-id": { DataType: "String", StringValue: input.eventId } } : {}),
+    };
+    await sendToParkingQueue(
+      options.sqs(),
+      options.parkingQueueUrl,
+      JSON.stringify({ kind: "outbox-parked", context: headers, key: input.key, item: input.image }),
+      attributes,
+      input.key?.pk,
+      input.eventId,
+    );
+  }
+  if (!input.key) return;
+  const retention = options.parkedRetentionSeconds ?? 14 * 24 * 3600;
+  try {
+    await options.client.send(
+      new UpdateItemCommand({
+        TableName: options.tableName,
+        Key: { [A.pk]: { S: input.key.pk }, [A.sk]: { S: input.key.sk } },
+        UpdateExpression: "SET #parkedAt = :now, #lastError = :err, #exp = :exp REMOVE #pending, #since",
+        ConditionExpression: "attribute_exists(#pk)",
+        ExpressionAttributeNames: {
+          "#pk": A.pk,
+          "#parkedAt": A.parkedAt,
+          "#lastError": A.lastError,
+          "#exp": A.expiresAt,
+          "#pending": A.pending,
+          "#since": A.pendingSince,
+        },
+        ExpressionAttributeValues: {
+          ":now": { N: String(options.now) },
+          ":err": { S: headers["x-last-error"] ?? "unknown" },
+          ":exp": { N: String(Math.floor(options.now / 1000) + retention) },
+        },
+      }),
+    );
+  } catch (error) {
+    // Gone already (TTL): nothing left to mark; the parking queue (if any) has it.
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+  }
+}

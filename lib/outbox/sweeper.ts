@@ -1,0 +1,261 @@
+import { type AttributeValue, DynamoDBClient, QueryCommand } from "@aws-sdk/client-dynamodb";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import { describeError } from "../core/errors.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { createSqsClient } from "../sqs/sqsClient.ts";
+import { type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
+import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
+import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "./schema.ts";
+import { clearPending, park } from "./settle.ts";
+
+/**
+ * The outbox sweeper, run on a schedule (EventBridge, e.g. every minute).
+ *
+ * Stream records live 24 hours, and the relay's event-source mapping may give up on a batch
+ * (MaximumRetryAttempts / MaximumRecordAgeInSeconds). The sweeper is the backstop: it republishes
+ * every event still pending after `minAgeMs`, read from the sparse `pending-index` GSI, oldest first,
+ * in order per aggregate (an aggregate's events share a GSI shard; ties on `pendingSince` are broken
+ * by the time-ordered event id). So no event is lost even when the relay is down for longer than the
+ * stream window. It then clears their markers or parks them, like the relay.
+ *
+ * It also measures the backlog: `OutboxPendingCount` (all pending events, any age) and
+ * `OutboxOldestPendingAge` (ms). A rising age means the relay is broken.
+ *
+ * The sweeper and the relay may both publish an event that is merely late: a duplicate with the
+ * same event id. Keep `minAgeMs` well above the relay's normal lag (default 10 minutes).
+ */
+export interface OutboxSweeperOptions {
+  readonly tableName: string;
+  /** @default a new DynamoDBClient */
+  readonly client?: DynamoDBClient;
+  readonly publisher?: OutboxPublisher;
+  readonly publisherOptions?: OutboxPublisherOptions;
+  /** Republish events pending for longer than this. @default 10 minutes */
+  readonly minAgeMs?: number;
+  /** The most events republished in one run. @default 1000 */
+  readonly maxEvents?: number;
+  /** Events published per publish call. @default 100 */
+  readonly batchSize?: number;
+  /** Must equal the writers' pendingShards. @default 8 */
+  readonly pendingShards?: number;
+  /** @default OUTBOX_PARKING_QUEUE_URL */
+  readonly parkingQueueUrl?: string;
+  readonly sqs?: SQSClient;
+  readonly telemetry?: Telemetry;
+  readonly now?: () => number;
+}
+
+export interface SweepReport {
+  /** Pending events older than minAgeMs that this run looked at. */
+  readonly due: number;
+  readonly republished: number;
+  readonly parked: number;
+  readonly failed: number;
+  /** After the run: all pending events, any age. */
+  readonly pendingCount: number;
+  /** After the run: age of the oldest pending event (0 when none). */
+  readonly oldestPendingAgeMs: number;
+  /** True when maxEvents or the deadline stopped the run before every due event was tried. */
+  readonly truncated: boolean;
+}
+
+export interface OutboxSweeper {
+  /** One run. `deadline` (epoch ms) stops it early, e.g. a Lambda's remaining time minus a margin. */
+  sweep(options?: { deadline?: number }): Promise<SweepReport>;
+  /** Only the backlog metrics (count and oldest age), without republishing. */
+  measure(): Promise<{ pendingCount: number; oldestPendingAgeMs: number }>;
+}
+
+interface Due {
+  readonly item: Record<string, AttributeValue>;
+  readonly since: number;
+  readonly sk: string;
+}
+
+export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweeper {
+  const client = options.client ?? new DynamoDBClient({});
+  const publisher = options.publisher ?? createOutboxPublisher(options.publisherOptions);
+  const { tableName } = options;
+  const minAgeMs = options.minAgeMs ?? OUTBOX_DEFAULTS.sweeperMinAgeMs;
+  const maxEvents = options.maxEvents ?? 1000;
+  const batchSize = options.batchSize ?? 100;
+  const shards = options.pendingShards ?? OUTBOX_DEFAULTS.pendingShards;
+  const parkingQueueUrl = options.parkingQueueUrl ?? process.env.OUTBOX_PARKING_QUEUE_URL;
+  let sqsClient = options.sqs;
+  const sqs = () => {
+    sqsClient ??= createSqsClient();
+    return sqsClient;
+  };
+  const now = options.now ?? Date.now;
+  const telemetry = options.telemetry;
+  const names = { "#pending": A.pending, "#since": A.pendingSince };
+
+  /** Due events of one shard, oldest first, up to `limit`. */
+  const queryDue = async (
+    shard: string,
+    cutoff: number,
+    limit: number,
+  ): Promise<{ items: Due[]; more: boolean }> => {
+    const items: Due[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const out = await client.send(
+        new QueryCommand({
+          TableName: tableName,
+          IndexName: OUTBOX_PENDING_INDEX,
+          KeyConditionExpression: "#pending = :shard AND #since <= :cutoff",
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ":shard": { S: shard }, ":cutoff": { N: String(cutoff) } },
+          ScanIndexForward: true,
+          Limit: Math.min(limit - items.length, 500),
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        items.push({ item, since: Number(item[A.pendingSince]?.N ?? 0), sk: item[A.sk]?.S ?? "" });
+      }
+      start = out.LastEvaluatedKey;
+    } while (start && items.length < limit);
+    return { items, more: start !== undefined };
+  };
+
+  const measure = async () => {
+    const t = now();
+    let pendingCount = 0;
+    let oldest: number | undefined;
+    await Promise.all(
+      Array.from({ length: shards }, async (_, s) => {
+        let start: Record<string, AttributeValue> | undefined;
+        do {
+          const out = await client.send(
+            new QueryCommand({
+              TableName: tableName,
+              IndexName: OUTBOX_PENDING_INDEX,
+              KeyConditionExpression: "#pending = :shard",
+              ExpressionAttributeNames: { "#pending": A.pending },
+              ExpressionAttributeValues: { ":shard": { S: String(s) } },
+              Select: "COUNT",
+              ...(start ? { ExclusiveStartKey: start } : {}),
+            }),
+          );
+          pendingCount += out.Count ?? 0;
+          start = out.LastEvaluatedKey;
+        } while (start);
+        const head = await client.send(
+          new QueryCommand({
+            TableName: tableName,
+            IndexName: OUTBOX_PENDING_INDEX,
+            KeyConditionExpression: "#pending = :shard",
+            ExpressionAttributeNames: { "#pending": A.pending, "#since": A.pendingSince },
+            ExpressionAttributeValues: { ":shard": { S: String(s) } },
+            ProjectionExpression: "#since",
+            ScanIndexForward: true,
+            Limit: 1,
+          }),
+        );
+        const since = head.Items?.[0]?.[A.pendingSince]?.N;
+        if (since !== undefined) oldest = Math.min(oldest ?? Number.POSITIVE_INFINITY, Number(since));
+      }),
+    );
+    return { pendingCount, oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, t - oldest) };
+  };
+
+  return {
+    measure,
+    async sweep({ deadline } = {}) {
+      const t = now();
+      const cutoff = t - minAgeMs;
+      const perShard = Math.max(1, Math.ceil(maxEvents / shards));
+      const results = await Promise.all(
+        Array.from({ length: shards }, (_, s) => queryDue(String(s), cutoff, perShard)),
+      );
+      let truncated = results.some((r) => r.more);
+      // Oldest first; an aggregate's events in creation order (sk holds the UUIDv7 event id).
+      const due = results
+        .flatMap((r) => r.items)
+        .sort((a, b) => a.since - b.since || (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+
+      let republished = 0;
+      let parked = 0;
+      let failed = 0;
+      const blocked = new Set<string>(); // aggregates with a failed event: later ones wait for the next run
+      for (let i = 0; i < due.length; i += batchSize) {
+        if (deadline !== undefined && now() >= deadline) {
+          truncated = true;
+          break;
+        }
+        const slice = due.slice(i, i + batchSize);
+        const events: Array<{ event: OutboxEvent; item: Record<string, AttributeValue> }> = [];
+        const toPark: Array<{
+          item: Record<string, AttributeValue>;
+          error: unknown;
+          eventId: string | undefined;
+        }> = [];
+        for (const d of slice) {
+          const pk = d.item[A.pk]?.S ?? "";
+          if (blocked.has(pk)) {
+            failed++;
+            continue;
+          }
+          try {
+            events.push({ event: parseOutboxItem(d.item), item: d.item });
+          } catch (error) {
+            toPark.push({ item: d.item, error, eventId: d.item[A.eventId]?.S });
+          }
+        }
+        const outcomes = await publisher.publish(events.map((e) => e.event));
+        const toClear: Record<string, AttributeValue>[] = [];
+        outcomes.forEach((o, n) => {
+          const e = events[n]!;
+          if (o.status === "published") toClear.push(e.item);
+          else if (o.status === "rejected")
+            toPark.push({ item: e.item, error: o.error, eventId: e.event.eventId });
+          else {
+            failed++;
+            blocked.add(e.item[A.pk]?.S ?? "");
+            telemetry?.logger.warn("sweeper: republish failed; next run retries", {
+              eventId: e.event.eventId,
+              error: describeError(o.error),
+            });
+          }
+        });
+        const settledAt = now();
+        for (const p of toPark) {
+          try {
+            await park(
+              {
+                key: { pk: p.item[A.pk]?.S ?? "", sk: p.item[A.sk]?.S ?? "" },
+                image: p.item,
+                eventId: p.eventId,
+                error: p.error,
+                source: `sweeper:${tableName}`,
+                consumer: "outbox-sweeper",
+              },
+              { client, tableName, sqs, parkingQueueUrl, now: settledAt },
+            );
+            parked++;
+          } catch (error) {
+            failed++;
+            telemetry?.logger.error("sweeper: parking failed; next run retries", {
+              eventId: p.eventId,
+              error: describeError(error),
+            });
+          }
+        }
+        const cleared = await clearPending(client, tableName, toClear, "sweeper", settledAt);
+        republished += toClear.length;
+        if (cleared.failed && telemetry) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
+      }
+
+      const backlog = await measure();
+      if (telemetry) {
+        telemetry.count(METRIC.outboxPending, backlog.pendingCount);
+        telemetry.count(METRIC.outboxOldestAgeMs, backlog.oldestPendingAgeMs);
+        if (republished) telemetry.count(METRIC.outboxRepublished, republished);
+        if (parked) telemetry.count(METRIC.outboxParked, parked);
+        if (failed) telemetry.count(METRIC.outboxPublishFailures, failed);
+      }
+      return { due: due.length, republished, parked, failed, ...backlog, truncated };
+    },
+  };
+}

@@ -1,0 +1,604 @@
+import { createHash } from "node:crypto";
+import {
+  type AttributeValue,
+  type CancellationReason,
+  DynamoDBClient,
+  TransactionCanceledException,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
+} from "@aws-sdk/client-dynamodb";
+import { marshall, type NativeAttributeValue, unmarshall } from "@aws-sdk/util-dynamodb";
+import type { Envelope } from "../core/envelope.ts";
+import { KeyReuseError, PermanentError, TransientError } from "../core/errors.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import {
+  BusinessConditionFailedError,
+  TransactionConflictError,
+  TransactionRejectedError,
+  TransactionThrottledError,
+  UnitOfWorkInvalidError,
+  UnitOfWorkTooLargeError,
+} from "./errors.ts";
+import { itemSize, TRANSACTION_LIMITS } from "./itemSize.ts";
+import { type NewOutboxEvent, type OutboxEvent, resolveNewEvent, toOutboxItem } from "./outboxEvent.ts";
+import { OUTBOX_ATTR as A, INBOX_ITEM_TYPE, INBOX_SK, inboxPk, OUTBOX_DEFAULTS } from "./schema.ts";
+
+/**
+ * The transactional inbox + outbox unit of work.
+ *
+ * A handler stages its DynamoDB writes and its outgoing events; `run` commits them in ONE
+ * TransactWriteItems together with the message's inbox marker, written first:
+ *
+ *   [0]      Put INBOX#<scope>#<id>   if absent (or past its TTL)   ← the dedup mark
+ *   [1..k]   the handler's Put / Update / Delete / ConditionCheck
+ *   [k+1..]  Put OUTBOX#<aggregate>/EVENT#<uuidv7>  if absent        ← the events, pending
+ *
+ * - A redelivered message fails the marker's condition, so nothing of it is applied again:
+ *   exactly-once effects inside DynamoDB with no lease, no second write to "complete", and no
+ *   in-progress state that a crash could strand. A crash anywhere before the commit leaves nothing.
+ * - Two concurrent deliveries of one message serialise on the marker: one commits, the other is
+ *   cancelled (TransactionConflict → transient, retried → then a duplicate).
+ * - The events leave later, from the relay on the table's stream (at least once, in order per aggregate).
+ *
+ * Cancellation reasons (aligned with the actions, ReturnValuesOnConditionCheckFailure = ALL_OLD):
+ *   marker ConditionalCheckFailed → duplicate (skip); a business ConditionalCheckFailed → the
+ *   write's `onConditionFailed` error, else BusinessConditionFailedError (permanent);
+ *   TransactionConflict → TransactionConflictError, throttling → TransactionThrottledError
+ *   (both transient); ValidationError / ItemCollectionSizeLimitExceeded → TransactionRejectedError.
+ */
+
+type Item = Record<string, NativeAttributeValue>;
+
+interface ExpressionParts {
+  readonly ConditionExpression?: string;
+  readonly ExpressionAttributeNames?: Record<string, string>;
+  readonly ExpressionAttributeValues?: Item;
+}
+
+export interface StagedPut extends ExpressionParts {
+  /** @default the unit of work's table */
+  readonly TableName?: string;
+  readonly Item: Item;
+}
+export interface StagedUpdate extends ExpressionParts {
+  readonly TableName?: string;
+  readonly Key: Item;
+  readonly UpdateExpression: string;
+}
+export interface StagedDelete extends ExpressionParts {
+  readonly TableName?: string;
+  readonly Key: Item;
+}
+export interface StagedConditionCheck extends ExpressionParts {
+  readonly TableName?: string;
+  readonly Key: Item;
+  readonly ConditionExpression: string;
+}
+
+export interface StageOptions {
+  /** A name for errors and logs. @default `put#1`, `update#2`, … */
+  readonly label?: string;
+  /**
+   * Called when this write's condition fails, with the item as it was (or undefined if it did
+   * not exist). Return the error to throw: usually the handler's own typed PermanentError.
+   */
+  readonly onConditionFailed?: (existing: Record<string, unknown> | undefined) => Error;
+}
+
+/** What the handler gets: stage writes and events; nothing touches DynamoDB until the handler returns. */
+export interface UnitOfWork<TBody = unknown> {
+  readonly envelope: Envelope<TBody>;
+  put(put: StagedPut, options?: StageOptions): void;
+  update(update: StagedUpdate, options?: StageOptions): void;
+  delete(del: StagedDelete, options?: StageOptions): void;
+  conditionCheck(check: StagedConditionCheck, options?: StageOptions): void;
+  /** Stages an outbox event; returns its event id (UUIDv7). */
+  publish(event: NewOutboxEvent): string;
+  /** Actions staged so far, the marker included. */
+  readonly actionCount: number;
+}
+
+export type UnitOfWorkResult<T> =
+  | {
+      readonly status: "committed";
+      readonly value: T;
+      readonly eventIds: ReadonlyArray<string>;
+      readonly actions: number;
+      readonly estimatedBytes: number;
+    }
+  /** The inbox marker was already there: this message was processed before; nothing was applied. */
+  | { readonly status: "duplicate"; readonly firstReceivedAt: number | undefined };
+
+export interface UnitOfWorkOptions {
+  /** The app table: business items, inbox markers and outbox events. */
+  readonly tableName: string;
+  /** Inbox scope: the consumer. Two consumers of one message must both process it. */
+  readonly scope: string;
+  /** @default a new DynamoDBClient from the environment */
+  readonly client?: DynamoDBClient;
+  /** Where the inbox markers live. @default tableName (so one transaction covers them) */
+  readonly inboxTableName?: string;
+  /** How long a message id is remembered. Must exceed the longest retry path. @default 15 days */
+  readonly inboxWindowSeconds?: number;
+  /** How long outbox events are kept (TTL). Keep it above the sweeper's reach. @default 7 days */
+  readonly eventRetentionSeconds?: number;
+  /** Shards of the sparse pending GSI; the sweeper must use the same number. @default 8 */
+  readonly pendingShards?: number;
+  /** Destination of events that do not name one. */
+  readonly defaultDestination?: string;
+  /**
+   * Store a sha256 of the raw message on the marker, and turn a duplicate whose hash differs into
+   * KeyReuseError (two different messages collided on one id). Off by default: producers that put
+   * a timestamp in resent bodies would trip it.
+   */
+  readonly detectKeyReuse?: boolean;
+  /** The primary-key attribute names per table, to catch two writes to one item before sending. @default { [tableName]: ["pk", "sk"] } */
+  readonly keyAttributes?: Readonly<Record<string, ReadonlyArray<string>>>;
+  /** Lower the transaction limits (tests, or to leave room). @default TRANSACTION_LIMITS */
+  readonly limits?: Partial<typeof TRANSACTION_LIMITS>;
+  readonly telemetry?: Telemetry;
+  /** Injectable clock for tests. */
+  readonly now?: () => number;
+}
+
+export type UnitOfWorkHandler<TBody, T> = (uow: UnitOfWork<TBody>) => Promise<T> | T;
+
+export interface InboxOutbox {
+  readonly tableName: string;
+  readonly scope: string;
+  /**
+   * Runs `handler` for one message, then commits what it staged plus the inbox marker in one
+   * transaction. Throws the handler's own errors (nothing is written) and the typed errors above.
+   */
+  run<TBody, T>(
+    envelope: Envelope<TBody>,
+    handler: UnitOfWorkHandler<TBody, T>,
+  ): Promise<UnitOfWorkResult<T>>;
+}
+
+interface Staged {
+  readonly action: TransactWriteItem;
+  readonly label: string;
+  readonly onConditionFailed: StageOptions["onConditionFailed"];
+  readonly kind: "marker" | "business" | "event";
+  readonly bytes: number;
+  readonly itemKey: string | undefined;
+}
+
+const marshallOptions = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
+
+function expressionParts(e: ExpressionParts): {
+  ConditionExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, AttributeValue>;
+} {
+  return {
+    ...(e.ConditionExpression !== undefined ? { ConditionExpression: e.ConditionExpression } : {}),
+    ...(e.ExpressionAttributeNames !== undefined
+      ? { ExpressionAttributeNames: e.ExpressionAttributeNames }
+      : {}),
+    ...(e.ExpressionAttributeValues !== undefined
+      ? { ExpressionAttributeValues: marshall(e.ExpressionAttributeValues, marshallOptions) }
+      : {}),
+  };
+}
+
+function valuesBytes(values: Record<string, AttributeValue> | undefined): number {
+  return values ? itemSize(values) : 0;
+}
+
+const THROTTLING = new Set(["ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"]);
+const REJECTED = new Set(["ValidationError", "ItemCollectionSizeLimitExceeded"]);
+
+export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
+  const client = options.client ?? new DynamoDBClient({});
+  const { tableName, scope } = options;
+  const inboxTable = options.inboxTableName ?? tableName;
+  const inboxWindowSeconds = options.inboxWindowSeconds ?? OUTBOX_DEFAULTS.inboxWindowSeconds;
+  const retentionSeconds = options.eventRetentionSeconds ?? OUTBOX_DEFAULTS.eventRetentionSeconds;
+  const pendingShards = options.pendingShards ?? OUTBOX_DEFAULTS.pendingShards;
+  const limits = { ...TRANSACTION_LIMITS, ...options.limits };
+  const keyAttributes: Record<string, ReadonlyArray<string>> = {
+    [tableName]: [A.pk, A.sk],
+    [inboxTable]: [A.pk, A.sk],
+    ...options.keyAttributes,
+  };
+  const now = options.now ?? Date.now;
+  const telemetry = options.telemetry;
+
+  /** Canonical identity of the item a write targets, when we know the table's key schema. */
+  const identity = (table: string, itemOrKey: Record<string, AttributeValue>): string | undefined => {
+    const names = keyAttributes[table];
+    if (!names) return undefined;
+    const parts = names.map((name) => JSON.stringify(itemOrKey[name] ?? null));
+    return `${table}\u0000${parts.join("\u0000")}`;
+  };
+
+  return {
+    tableName,
+    scope,
+    async run(envelope, handler) {
+      const t = now();
+      const staged: Staged[] = [];
+      const eventIds: string[] = [];
+      const events: OutboxEvent[] = [];
+      let counter = 0;
+
+      // [0] the inbox marker. Writable when absent or past its TTL (TTL deletion lags by up to days).
+      const marker: Record<string, AttributeValue> = {
+        [A.pk]: { S: inboxPk(scope, envelope.id) },
+        [A.sk]: { S: INBOX_SK },
+        [A.itemType]: { S: INBOX_ITEM_TYPE },
+        [A.receivedAt]: { N: String(t) },
+        [A.expiresAt]: { N: String(Math.floor(t / 1000) + inboxWindowSeconds) },
+        [A.messageSource]: { S: describeSource(envelope) },
+      };
+      const payloadHash = options.detectKeyReuse
+        ? createHash("sha256").update(envelope.raw).digest("hex")
+        : undefined;
+      if (payloadHash) marker[A.payloadHash] = { S: payloadHash };
+      staged.push({
+        action: {
+          Put: {
+            TableName: inboxTable,
+            Item: marker,
+            ConditionExpression: "attribute_not_exists(#pk) OR #exp < :nowSec",
+            ExpressionAttributeNames: { "#pk": A.pk, "#exp": A.expiresAt },
+            ExpressionAttributeValues: { ":nowSec": { N: String(Math.floor(t / 1000)) } },
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          },
+        },
+        label: "inbox-marker",
+        onConditionFailed: undefined,
+        kind: "marker",
+        bytes: itemSize(marker),
+        itemKey: identity(inboxTable, marker),
+      });
+
+      let sealed = false;
+      const stage = (
+        kind: "put" | "update" | "delete" | "conditionCheck",
+        build: () => {
+          action: TransactWriteItem;
+          bytes: number;
+          table: string;
+          key: Record<string, AttributeValue>;
+        },
+        stageOptions: StageOptions | undefined,
+      ) => {
+        if (sealed)
+          throw new UnitOfWorkInvalidError(
+            "the unit of work was already committed; stage writes inside the handler",
+          );
+        counter++;
+        const { action, bytes, table, key } = build();
+        staged.push({
+          action,
+          label: stageOptions?.label ?? `${kind}#${counter}`,
+          onConditionFailed: stageOptions?.onConditionFailed,
+          kind: "business",
+          bytes,
+          itemKey: identity(table, key),
+        });
+      };
+
+      const uow: UnitOfWork<typeof envelope.body> = {
+        envelope,
+        get actionCount() {
+          return staged.length;
+        },
+        put(put, o) {
+          stage(
+            "put",
+            () => {
+              const table = put.TableName ?? tableName;
+              const item = marshall(put.Item, marshallOptions);
+              const parts = expressionParts(put);
+              return {
+                action: {
+                  Put: {
+                    TableName: table,
+                    Item: item,
+                    ...parts,
+                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                  },
+                },
+                bytes: itemSize(item),
+                table,
+                key: item,
+              };
+            },
+            o,
+          );
+        },
+        update(update, o) {
+          stage(
+            "update",
+            () => {
+              const table = update.TableName ?? tableName;
+              const key = marshall(update.Key, marshallOptions);
+              const parts = expressionParts(update);
+              return {
+                action: {
+                  Update: {
+                    TableName: table,
+                    Key: key,
+                    UpdateExpression: update.UpdateExpression,
+                    ...parts,
+                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                  },
+                },
+                bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
+                table,
+                key,
+              };
+            },
+            o,
+          );
+        },
+        delete(del, o) {
+          stage(
+            "delete",
+            () => {
+              const table = del.TableName ?? tableName;
+              const key = marshall(del.Key, marshallOptions);
+              const parts = expressionParts(del);
+              return {
+                action: {
+                  Delete: {
+                    TableName: table,
+                    Key: key,
+                    ...parts,
+                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                  },
+                },
+                bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
+                table,
+                key,
+              };
+            },
+            o,
+          );
+        },
+        conditionCheck(check, o) {
+          stage(
+            "conditionCheck",
+            () => {
+              const table = check.TableName ?? tableName;
+              const key = marshall(check.Key, marshallOptions);
+              const parts = expressionParts(check);
+              return {
+                action: {
+                  ConditionCheck: {
+                    TableName: table,
+                    Key: key,
+                    ConditionExpression: check.ConditionExpression,
+                    ...parts,
+                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+                  },
+                },
+                bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
+                table,
+                key,
+              };
+            },
+            o,
+          );
+        },
+        publish(input) {
+          if (sealed)
+            throw new UnitOfWorkInvalidError(
+              "the unit of work was already committed; publish inside the handler",
+            );
+          const event = resolveNewEvent(input, {
+            now: t,
+            defaultDestination: options.defaultDestination,
+            incomingTraceparent: envelope.headers.traceparent,
+            causationId: envelope.id,
+            retentionSeconds,
+            pendingShards,
+          });
+          const item = toOutboxItem(event, { retentionSeconds, pendingShards });
+          staged.push({
+            action: {
+              Put: {
+                TableName: tableName,
+                Item: item,
+                // An event id is written once: a reused explicit eventId must not overwrite a published event.
+                ConditionExpression: "attribute_not_exists(#pk)",
+                ExpressionAttributeNames: { "#pk": A.pk },
+              },
+            },
+            label: `event:${event.eventType}`,
+            onConditionFailed: () =>
+              new UnitOfWorkInvalidError(
+                `outbox event id ${event.eventId} already exists; event ids are written once`,
+              ),
+            kind: "event",
+            bytes: itemSize(item),
+            itemKey: identity(tableName, item),
+          });
+          events.push(event);
+          eventIds.push(event.eventId);
+          return event.eventId;
+        },
+      };
+
+      const value = await handler(uow);
+      sealed = true;
+
+      // Pre-flight: everything DynamoDB would reject for size or shape, before anything is written.
+      const estimatedBytes = staged.reduce((sum, s) => sum + s.bytes, 0);
+      if (staged.length > limits.maxActions) {
+        throw new UnitOfWorkTooLargeError(
+          `unit of work has ${staged.length} actions (inbox marker + ${staged.length - 1 - events.length} writes + ${events.length} events); one transaction holds at most ${limits.maxActions}`,
+          staged.length,
+          estimatedBytes,
+        );
+      }
+      if (estimatedBytes > limits.maxTransactionBytes) {
+        throw new UnitOfWorkTooLargeError(
+          `unit of work is about ${estimatedBytes} bytes; one transaction holds at most ${limits.maxTransactionBytes}`,
+          staged.length,
+          estimatedBytes,
+        );
+      }
+      const seen = new Map<string, string>();
+      for (const s of staged) {
+        if (s.action.Put && s.bytes > limits.maxItemBytes) {
+          throw new UnitOfWorkTooLargeError(
+            `staged write '${s.label}' is about ${s.bytes} bytes; an item holds at most ${limits.maxItemBytes}`,
+            staged.length,
+            estimatedBytes,
+          );
+        }
+        if (s.itemKey === undefined) continue;
+        const other = seen.get(s.itemKey);
+        if (other !== undefined) {
+          throw new UnitOfWorkInvalidError(
+            `staged writes '${other}' and '${s.label}' target the same item; a transaction may touch an item once`,
+          );
+        }
+        seen.set(s.itemKey, s.label);
+      }
+
+      try {
+        await client.send(new TransactWriteItemsCommand({ TransactItems: staged.map((s) => s.action) }));
+      } catch (error) {
+        const outcome = interpretFailure(error, staged, payloadHash, scope, envelope.id);
+        if (outcome.status === "duplicate") {
+          telemetry?.count(METRIC.duplicates);
+          return outcome;
+        }
+        if (
+          outcome.error instanceof TransactionConflictError ||
+          outcome.error instanceof TransactionThrottledError
+        ) {
+          telemetry?.count(METRIC.unitOfWorkConflicts);
+        }
+        throw outcome.error;
+      }
+      telemetry?.count(METRIC.unitOfWorkCommitted);
+      return { status: "committed", value, eventIds, actions: staged.length, estimatedBytes };
+    },
+  };
+}
+
+function describeSource(envelope: Envelope): string {
+  const s = envelope.source;
+  switch (s.kind) {
+    case "sqs":
+      return `sqs:${s.queueArn}:${s.messageId}`;
+    case "kafka":
+      return `kafka:${s.topic}:${s.partition}:${s.offset}`;
+    case "dynamodb-stream":
+      return `ddb:${s.streamArn}:${s.sequenceNumber}`;
+  }
+}
+
+function unmarshallOld(
+  item: Record<string, AttributeValue> | undefined,
+): Record<string, unknown> | undefined {
+  return item ? unmarshall(item) : undefined;
+}
+
+type Interpreted =
+  | { readonly status: "duplicate"; readonly firstReceivedAt: number | undefined }
+  | { readonly status: "error"; readonly error: Error };
+
+/** Maps a failed TransactWriteItems to duplicate / typed error. Exported for unit tests. */
+export function interpretFailure(
+  error: unknown,
+  staged: ReadonlyArray<Pick<Staged, "label" | "kind" | "onConditionFailed">>,
+  payloadHash: string | undefined,
+  scope: string,
+  id: string,
+): Interpreted {
+  const name = (error as { name?: string } | null)?.name;
+  if (error instanceof TransactionCanceledException || name === "TransactionCanceledException") {
+    const reasons: ReadonlyArray<CancellationReason> =
+      (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
+    const codes = reasons.map((r) => r.Code ?? "None");
+    const markerReason = reasons[0];
+    if (markerReason?.Code === "ConditionalCheckFailed") {
+      const old = markerReason.Item;
+      const storedHash = old?.[A.payloadHash]?.S;
+      if (payloadHash !== undefined && storedHash !== undefined && storedHash !== payloadHash) {
+        return {
+          status: "error",
+          error: new KeyReuseError(
+            `message id '${id}' in scope '${scope}' was already processed for a different payload (hash ${storedHash} ≠ ${payloadHash})`,
+          ),
+        };
+      }
+      const received = old?.[A.receivedAt]?.N;
+      return { status: "duplicate", firstReceivedAt: received !== undefined ? Number(received) : undefined };
+    }
+    const failedIndex = codes.indexOf("ConditionalCheckFailed");
+    if (failedIndex > 0) {
+      const s = staged[failedIndex];
+      const existing = unmarshallOld(reasons[failedIndex]?.Item);
+      const label = s?.label ?? `action#${failedIndex}`;
+      const mapped = s?.onConditionFailed?.(existing) ?? new BusinessConditionFailedError(label, existing);
+      return { status: "error", error: mapped };
+    }
+    const summary = codes.map((c, i) => `${staged[i]?.label ?? i}=${c}`).join(", ");
+    if (codes.includes("TransactionConflict")) {
+      return {
+        status: "error",
+        error: new TransactionConflictError(`transaction conflicted with a concurrent write (${summary})`, {
+          cause: error,
+        }),
+      };
+    }
+    if (codes.some((c) => THROTTLING.has(c))) {
+      return {
+        status: "error",
+        error: new TransactionThrottledError(`transaction throttled (${summary})`, { cause: error }),
+      };
+    }
+    if (codes.some((c) => REJECTED.has(c))) {
+      const messages = reasons
+        .filter((r) => r.Code && REJECTED.has(r.Code))
+        .map((r) => `${r.Code}: ${r.Message ?? ""}`);
+      return {
+        status: "error",
+        error: new TransactionRejectedError(`DynamoDB rejected the transaction (${summary})`, messages),
+      };
+    }
+    return {
+      status: "error",
+      error: new TransientError(`transaction cancelled (${summary || "no reasons given"})`, { cause: error }),
+    };
+  }
+  switch (name) {
+    case "TransactionInProgressException":
+      return {
+        status: "error",
+        error: new TransactionConflictError("the same transaction is still in progress", { cause: error }),
+      };
+    case "ProvisionedThroughputExceededException":
+    case "ThrottlingException":
+    case "RequestLimitExceeded":
+      return {
+        status: "error",
+        error: new TransactionThrottledError(`transaction throttled (${name})`, { cause: error }),
+      };
+    case "ValidationException":
+    case "IdempotentParameterMismatchException":
+    case "ResourceNotFoundException":
+      return {
+        status: "error",
+        error: new TransactionRejectedError(
+          `DynamoDB rejected the transaction (${name}): ${(error as Error).message}`.slice(0, 600),
+          [name],
+        ),
+      };
+  }
+  return { status: "error", error: error instanceof Error ? error : new TransientError(String(error)) };
+}
+
+/** True for the errors a retry of the same message may cure. */
+export function isRetryableUnitOfWorkError(error: unknown): boolean {
+  return !(error instanceof PermanentError);
+}
