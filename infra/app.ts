@@ -1,0 +1,25 @@
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { App, Validations } from "aws-cdk-lib";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { readContext } from "./config.ts";
+import { ReferenceServiceStack } from "./stacks/referenceServiceStack.ts";
+
+/** The CDK app: `npx cdk synth` (offline; see docs/cdk.md for the context values). */
+export function buildApp(app: App = new App()): { app: App; stack: ReferenceServiceStack } {
+  const context = readContext(app);
+  const stack = new ReferenceServiceStack(app, "ReliableConsumersReference", {
+    context,
+    description: "Reliable message consumers: reference service (SQS, DynamoDB outbox, MSK retry ladder)",
+    ...(process.env.CDK_DEFAULT_ACCOUNT && process.env.CDK_DEFAULT_REGION
+      ? { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } }
+      : {}),
+  });
+  // cdk-nag AwsSolutions: an unacknowledged finding fails synth.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return { app, stack };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
+  buildApp().app.synth();
+}

@@ -1,0 +1,345 @@
+import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import type * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { KafkaDlq, SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
+import * as logs from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+import { LAMBDA_ENV } from "../env.ts";
+import {
+  ladderRetryPathSeconds,
+  ladderRuntimeConfig,
+  ladderTopics,
+  type RetryLadderDeclaration,
+} from "../retryLadder.ts";
+import { ConsumerRuleError, checkVisibilityTimeout, formatSeconds, type RetryPath } from "../rules.ts";
+import {
+  assertEntryExists,
+  BUNDLING,
+  DEPS_LOCK_FILE,
+  FUNCTION_ARCHITECTURE,
+  FUNCTION_RUNTIME,
+  PROJECT_ROOT,
+} from "./functionDefaults.ts";
+import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
+import type { QueueWithDlq } from "./queueWithDlq.ts";
+
+/** Anything that remembers dedup keys for a window: the dedup table, or the app table's inbox. */
+export interface DedupWindowOwner {
+  readonly window: Duration;
+  addRetryPath(path: () => RetryPath): void;
+}
+
+export interface ConsumerFunctionProps {
+  /** Path of the handler file, e.g. `functions/order-consumer/handler.ts`. */
+  readonly entry: string;
+  /** @default "handler" */
+  readonly handler?: string;
+  /** The consumer's name: its dedup scope and `POWERTOOLS_SERVICE_NAME`. @default the construct id */
+  readonly consumerName?: string;
+  /** @default Duration.seconds(30) */
+  readonly timeout?: Duration;
+  /** @default 512 */
+  readonly memorySize?: number;
+  /** @default "ReliableConsumers" */
+  readonly metricsNamespace?: string;
+  readonly environment?: Record<string, string>;
+  /** Run in a VPC (needed to reach MSK brokers). @default - no VPC */
+  readonly vpc?: ec2.IVpc;
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  readonly securityGroups?: ec2.ISecurityGroup[];
+  /** @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+  /** @default - unreserved */
+  readonly reservedConcurrentExecutions?: number;
+  readonly description?: string;
+}
+
+export interface SqsTriggerOptions {
+  /** @default 10 */
+  readonly batchSize?: number;
+  /** @default Duration.seconds(0) */
+  readonly maxBatchingWindow?: Duration;
+  /** Concurrent invocations this trigger may use (2–1000). @default 5 */
+  readonly maxConcurrency?: number;
+  /** Also export the queue URL under this variable, e.g. `ORDERS_QUEUE_URL`. @default - none */
+  readonly queueUrlEnv?: string;
+  /** Also export the DLQ URL under this variable, besides `DLQ_URL`. @default - none */
+  readonly dlqUrlEnv?: string;
+}
+
+export interface MskTriggerOptions {
+  /** Consumer group of the main topic; retry topics use `<group>.<retry suffix>`. @default the consumer name */
+  readonly consumerGroupId?: string;
+  /** @default 100 */
+  readonly batchSize?: number;
+  /** @default Duration.seconds(1) */
+  readonly maxBatchingWindow?: Duration;
+  /** @default lambda.StartingPosition.TRIM_HORIZON */
+  readonly startingPosition?: lambda.StartingPosition;
+  /**
+   * Provisioned pollers. Provisioned mode is what makes ReportBatchItemFailures, bisect, retry
+   * limits and the Kafka on-failure destination available to an MSK trigger.
+   * @default { minimumPollers: 1, maximumPollers: 2 }
+   */
+  readonly pollers?: { readonly minimumPollers: number; readonly maximumPollers: number };
+  /**
+   * Whole-invocation retries (function crash or timeout). Record failures go through the retry
+   * ladder instead. @default 2
+   */
+  readonly retryAttempts?: number;
+  /** @default true */
+  readonly bisectBatchOnError?: boolean;
+}
+
+interface TriggerPath {
+  readonly description: string;
+  readonly seconds: number;
+}
+
+const DEFAULT_TIMEOUT = Duration.seconds(30);
+
+/**
+ * A message consumer: a `NodejsFunction` (esbuild, Node 24, arm64, ESM, minified, source maps) with
+ * its own least-privilege role and log group, and trigger methods that encode the library's rules:
+ * ReportBatchItemFailures always on, the SQS visibility rule checked, the dedup window checked
+ * against every trigger's retry path.
+ */
+export class ConsumerFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: iam.Role;
+  readonly logGroup: logs.LogGroup;
+  readonly consumerName: string;
+  readonly timeout: Duration;
+  private readonly triggerPaths: TriggerPath[] = [];
+  private networkingGranted = false;
+  private readonly inVpc: boolean;
+
+  constructor(scope: Construct, id: string, props: ConsumerFunctionProps) {
+    super(scope, id);
+    assertEntryExists(props.entry, this.node.path);
+    this.consumerName = props.consumerName ?? id;
+    this.timeout = props.timeout ?? DEFAULT_TIMEOUT;
+    this.inVpc = props.vpc !== undefined;
+
+    this.logGroup = new logs.LogGroup(this, "Logs", {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    // An explicit role: no AWS managed policies, logs scoped to this function's log group.
+    this.role = new iam.Role(this, "Role", {
+      assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+      description: `Execution role of ${this.consumerName}`,
+    });
+    this.logGroup.grantWrite(this.role);
+
+    this.function = new NodejsFunction(this, "Function", {
+      entry: props.entry,
+      handler: props.handler ?? "handler",
+      runtime: FUNCTION_RUNTIME,
+      architecture: FUNCTION_ARCHITECTURE,
+      timeout: this.timeout,
+      memorySize: props.memorySize ?? 512,
+      role: this.role,
+      logGroup: this.logGroup,
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: DEPS_LOCK_FILE,
+      bundling: BUNDLING,
+      ...(props.description ? { description: props.description } : {}),
+      ...(props.reservedConcurrentExecutions !== undefined
+        ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions }
+        : {}),
+      ...(props.vpc
+        ? {
+            vpc: props.vpc,
+            ...(props.vpcSubnets ? { vpcSubnets: props.vpcSubnets } : {}),
+            ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
+          }
+        : {}),
+      environment: {
+        NODE_OPTIONS: "--enable-source-maps",
+        [LAMBDA_ENV.powertoolsServiceName]: this.consumerName,
+        [LAMBDA_ENV.powertoolsMetricsNamespace]: props.metricsNamespace ?? "ReliableConsumers",
+        ...props.environment,
+      },
+    });
+    if (this.inVpc) this.grantNetworking();
+  }
+
+  addEnvironment(name: string, value: string): this {
+    this.function.addEnvironment(name, value);
+    return this;
+  }
+
+  /**
+   * Consume an SQS queue: ReportBatchItemFailures, batch size and window, maximum concurrency.
+   * Fails synth unless the queue's visibility timeout ≥ 6 × this function's timeout + the window.
+   * Permanent failures are parked in the queue's DLQ at once (`DLQ_URL`).
+   */
+  addSqsTrigger(q: QueueWithDlq, options: SqsTriggerOptions = {}): SqsEventSource {
+    const window = options.maxBatchingWindow ?? Duration.seconds(0);
+    const batchSize = options.batchSize ?? 10;
+    if (q.fifo && batchSize > 10) {
+      throw new ConsumerRuleError(
+        `${this.node.path}: a FIFO queue trigger takes batches of at most 10, got ${batchSize}`,
+      );
+    }
+    if (q.fifo && window.toSeconds() > 0) {
+      throw new ConsumerRuleError(`${this.node.path}: FIFO queue triggers do not support a batching window`);
+    }
+    if (batchSize > 10 && window.toSeconds() === 0) {
+      throw new ConsumerRuleError(
+        `${this.node.path}: a batch size above 10 needs a maxBatchingWindow of at least 1 second`,
+      );
+    }
+    checkVisibilityTimeout({
+      queue: q.node.path,
+      visibilityTimeoutSeconds: q.visibilityTimeout.toSeconds(),
+      consumer: this.consumerName,
+      functionTimeoutSeconds: this.timeout.toSeconds(),
+      batchingWindowSeconds: window.toSeconds(),
+    });
+    const source = new SqsEventSource(q.queue, {
+      batchSize,
+      ...(window.toSeconds() > 0 ? { maxBatchingWindow: window } : {}),
+      reportBatchItemFailures: true,
+      maxConcurrency: options.maxConcurrency ?? 5,
+    });
+    this.function.addEventSource(source);
+    q.grantSendToDeadLetterQueue(this.function);
+    this.addEnvironment(LAMBDA_ENV.dlqUrl, q.deadLetterQueue.queueUrl);
+    if (options.queueUrlEnv) this.addEnvironment(options.queueUrlEnv, q.queue.queueUrl);
+    if (options.dlqUrlEnv) this.addEnvironment(options.dlqUrlEnv, q.deadLetterQueue.queueUrl);
+    this.triggerPaths.push({ description: q.retryPathDescription, seconds: q.retryPathSeconds });
+    return source;
+  }
+
+  /**
+   * Consume a Kafka topic on MSK with its retry ladder: one event source mapping for the main topic
+   * and one for each retry topic (each with its own consumer group), all in provisioned mode with
+   * ReportBatchItemFailures, bisect, a retry limit, and the ladder's dead-letter topic as the
+   * on-failure destination. Grants read on the consumed topics, write on the retry and dead-letter
+   * topics, and exports `KAFKA_BROKERS`, `KAFKA_TOPIC`, `KAFKA_RETRY_LADDER`, `MSK_IAM_AUTH`.
+   */
+  addMskTrigger(
+    cluster: MskClusterRef,
+    ladder: RetryLadderDeclaration,
+    options: MskTriggerOptions = {},
+  ): lambda.EventSourceMapping[] {
+    if (!this.inVpc) {
+      throw new ConsumerRuleError(
+        `${this.node.path}: an MSK consumer must run in the cluster's VPC (give vpc, vpcSubnets and securityGroups) ` +
+          `to publish to its retry and dead-letter topics.`,
+      );
+    }
+    const topics = ladderTopics(ladder);
+    const consumed = topics.filter((t) => t.role !== "dead-letter");
+    const deadLetter = topics.find((t) => t.role === "dead-letter")!;
+    const group = options.consumerGroupId ?? this.consumerName;
+    const groupOf = (topic: string) =>
+      topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
+    const pollers = options.pollers ?? { minimumPollers: 1, maximumPollers: 2 };
+
+    const mappings = consumed.map(
+      (t) =>
+        new lambda.EventSourceMapping(this, `Msk-${t.name}`, {
+          target: this.function,
+          eventSourceArn: cluster.clusterArn,
+          kafkaTopic: t.name,
+          kafkaConsumerGroupId: groupOf(t.name),
+          startingPosition: options.startingPosition ?? lambda.StartingPosition.TRIM_HORIZON,
+          batchSize: options.batchSize ?? 100,
+          maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(1),
+          provisionedPollerConfig: pollers,
+          reportBatchItemFailures: true,
+          bisectBatchOnError: options.bisectBatchOnError ?? true,
+          retryAttempts: options.retryAttempts ?? 2,
+          onFailure: new KafkaDlq(deadLetter.name),
+        }),
+    );
+    MskGrants.eventSourceMapping(this.function, cluster);
+    MskGrants.consume(
+      this.function,
+      this,
+      cluster,
+      consumed.map((t) => t.name),
+      consumed.map((t) => groupOf(t.name)),
+    );
+    MskGrants.produce(
+      this.function,
+      this,
+      cluster,
+      topics.filter((t) => t.role !== "main").map((t) => t.name),
+    );
+    this.addEnvironment(LAMBDA_ENV.kafkaBrokers, cluster.bootstrapBrokers)
+      .addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic)
+      .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
+      .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
+    this.triggerPaths.push({
+      description:
+        `topic ${ladder.topic}: retry ladder ${ladder.retryDelaysSeconds.map((s) => formatSeconds(s)).join(" → ")} ` +
+        `+ the longest topic retention` +
+        (ladder.plannedReplaySeconds
+          ? ` + planned replay ${formatSeconds(ladder.plannedReplaySeconds)}`
+          : ""),
+      seconds: ladderRetryPathSeconds(ladder),
+    });
+    return mappings;
+  }
+
+  /** Produce to Kafka topics on MSK (e.g. the outbox relay): grants, brokers and auth mode. */
+  produceTo(cluster: MskClusterRef, topics: readonly string[]): this {
+    if (!this.inVpc) {
+      throw new ConsumerRuleError(`${this.node.path}: a Kafka producer on MSK must run in the cluster's VPC`);
+    }
+    MskGrants.produce(this.function, this, cluster, topics);
+    return this.addEnvironment(LAMBDA_ENV.kafkaBrokers, cluster.bootstrapBrokers).addEnvironment(
+      LAMBDA_ENV.mskIamAuth,
+      String(cluster.iamAuth ?? true),
+    );
+  }
+
+  /**
+   * Deduplicate against `owner` (the dedup table or the app table's inbox). The owner's window is
+   * checked at synth against the retry paths of every trigger of this function, including
+   * triggers added after this call.
+   */
+  useDedupWindow(owner: DedupWindowOwner): this {
+    owner.addRetryPath(() => {
+      if (this.triggerPaths.length === 0)
+        return { consumer: this.consumerName, description: "no trigger", seconds: 0 };
+      const longest = this.triggerPaths.reduce((a, b) => (b.seconds > a.seconds ? b : a));
+      return { consumer: this.consumerName, description: longest.description, seconds: longest.seconds };
+    });
+    return this;
+  }
+
+  /** The ENI permissions Lambda needs in a VPC and for an MSK event source mapping's pollers. */
+  private grantNetworking(): void {
+    if (this.networkingGranted) return;
+    this.networkingGranted = true;
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: [
+          "ec2:CreateNetworkInterface",
+          "ec2:DescribeNetworkInterfaces",
+          "ec2:DeleteNetworkInterface",
+          "ec2:AssignPrivateIpAddresses",
+          "ec2:UnassignPrivateIpAddresses",
+          "ec2:DescribeSubnets",
+          "ec2:DescribeSecurityGroups",
+          "ec2:DescribeVpcs",
+        ],
+        resources: ["*"],
+      }),
+    );
+    Validations.of(this.role).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason:
+        "Lambda's VPC networking and MSK event-source pollers create, describe and delete ENIs; these EC2 " +
+        "actions are not scoped by resource in Lambda's documented policy (AWSLambdaVPCAccessExecutionRole, " +
+        "AWSLambdaMSKExecutionRole). Only these ec2 actions use Resource *.",
+    });
+  }
+}

@@ -1,0 +1,120 @@
+import { RemovalPolicy, Validations } from "aws-cdk-lib";
+import * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as logs from "aws-cdk-lib/aws-logs";
+import * as msk from "aws-cdk-lib/aws-msk";
+import * as cr from "aws-cdk-lib/custom-resources";
+import { Construct } from "constructs";
+import type { MskClusterRef } from "./mskCluster.ts";
+
+export interface CreatedMskClusterProps {
+  /** @default "3.6.0" (AWS::MSK::Topic needs Kafka ≥ 3.6) */
+  readonly kafkaVersion?: string;
+  /** @default "kafka.t3.small" */
+  readonly instanceType?: string;
+  /** One broker per AZ. @default 2 */
+  readonly brokers?: number;
+}
+
+/**
+ * A small MSK Provisioned cluster with SASL/IAM and TLS, in a new VPC with isolated subnets and
+ * VPC endpoints (no NAT): for trying the reference service in an account without a cluster. It is
+ * not free when idle; see docs/cdk.md.
+ */
+export class CreatedMskCluster extends Construct {
+  readonly ref: MskClusterRef;
+  readonly vpc: ec2.Vpc;
+  readonly cluster: msk.CfnCluster;
+
+  constructor(scope: Construct, id: string, props: CreatedMskClusterProps = {}) {
+    super(scope, id);
+    const brokers = props.brokers ?? 2;
+    this.vpc = new ec2.Vpc(this, "Vpc", {
+      maxAzs: brokers,
+      natGateways: 0,
+      subnetConfiguration: [{ name: "private", subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 }],
+      gatewayEndpoints: {
+        DynamoDb: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB },
+        S3: { service: ec2.GatewayVpcEndpointAwsService.S3 },
+      },
+      flowLogs: {
+        all: {
+          destination: ec2.FlowLogDestination.toCloudWatchLogs(
+            new logs.LogGroup(this, "FlowLogs", {
+              retention: logs.RetentionDays.ONE_WEEK,
+              removalPolicy: RemovalPolicy.DESTROY,
+            }),
+          ),
+          trafficType: ec2.FlowLogTrafficType.REJECT,
+        },
+      },
+    });
+    const subnets = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+    const sg = new ec2.SecurityGroup(this, "ClientsAndBrokers", {
+      vpc: this.vpc,
+      description: "MSK brokers and their clients (SASL/IAM on 9098, HTTPS to VPC endpoints)",
+      allowAllOutbound: true,
+    });
+    sg.addIngressRule(sg, ec2.Port.tcp(9098), "Kafka SASL/IAM from clients in this group");
+    sg.addIngressRule(sg, ec2.Port.tcp(443), "HTTPS to interface endpoints from clients in this group");
+    // Functions in isolated subnets reach SQS, and MSK event-source pollers reach Lambda and STS, privately.
+    for (const [name, service] of [
+      ["Sqs", ec2.InterfaceVpcEndpointAwsService.SQS],
+      ["Lambda", ec2.InterfaceVpcEndpointAwsService.LAMBDA],
+      ["Sts", ec2.InterfaceVpcEndpointAwsService.STS],
+    ] as const) {
+      this.vpc.addInterfaceEndpoint(name, { service, subnets, securityGroups: [sg], open: false });
+    }
+
+    const brokerLogs = new logs.LogGroup(this, "BrokerLogs", {
+      retention: logs.RetentionDays.ONE_WEEK,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.cluster = new msk.CfnCluster(this, "Cluster", {
+      clusterName: `${this.node.addr.slice(0, 8)}-reference`,
+      kafkaVersion: props.kafkaVersion ?? "3.6.0",
+      numberOfBrokerNodes: brokers,
+      brokerNodeGroupInfo: {
+        instanceType: props.instanceType ?? "kafka.t3.small",
+        clientSubnets: this.vpc.selectSubnets(subnets).subnetIds,
+        securityGroups: [sg.securityGroupId],
+        storageInfo: { ebsStorageInfo: { volumeSize: 10 } },
+      },
+      clientAuthentication: { sasl: { iam: { enabled: true } }, unauthenticated: { enabled: false } },
+      encryptionInfo: { encryptionInTransit: { clientBroker: "TLS", inCluster: true } },
+      loggingInfo: { brokerLogs: { cloudWatchLogs: { enabled: true, logGroup: brokerLogs.logGroupName } } },
+    });
+
+    // The bootstrap broker string is not a CloudFormation attribute of AWS::MSK::Cluster.
+    const bootstrap = new cr.AwsCustomResource(this, "BootstrapBrokers", {
+      onUpdate: {
+        service: "Kafka",
+        action: "getBootstrapBrokers",
+        parameters: { ClusterArn: this.cluster.attrArn },
+        physicalResourceId: cr.PhysicalResourceId.of(this.cluster.attrArn),
+        outputPaths: ["BootstrapBrokerStringSaslIam"],
+      },
+      policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: [this.cluster.attrArn] }),
+      installLatestAwsSdk: false,
+    });
+    Validations.of(this).acknowledge({
+      id: "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+      reason:
+        "The singleton function of AwsCustomResource (one read-only GetBootstrapBrokers call at deploy time) uses " +
+        "CDK's built-in role with the basic execution policy; CDK does not let us replace it.",
+    });
+    Validations.of(this).acknowledge({
+      id: "AwsSolutions-L1",
+      reason: "AwsCustomResource's singleton function runtime is chosen by aws-cdk-lib, not by this app.",
+    });
+
+    this.ref = {
+      clusterArn: this.cluster.attrArn,
+      bootstrapBrokers: bootstrap.getResponseField("BootstrapBrokerStringSaslIam"),
+      kind: "provisioned",
+      iamAuth: true,
+      vpc: this.vpc,
+      subnets,
+      securityGroup: sg,
+    };
+  }
+}

@@ -1,0 +1,93 @@
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
+import { Construct } from "constructs";
+import {
+  DEDUP_DEFAULTS,
+  DEDUP_PARTITION_KEY,
+  DEDUP_TABLE_ACTIONS,
+  DEDUP_TTL_ATTRIBUTE,
+} from "../../lib/dedup/schema.ts";
+import { checkDedupWindow, type RetryPath } from "../rules.ts";
+
+export interface DedupTableProps {
+  /** @default - a CloudFormation-generated name */
+  readonly tableName?: string;
+  /**
+   * How long a key is remembered: the TTL the dedup store writes (passed to consumers as
+   * `DEDUP_WINDOW_SECONDS`). Must be longer than the longest retry path of every consumer that
+   * uses the table; synth fails otherwise. @default DEDUP_DEFAULTS.windowSeconds (15 days)
+   */
+  readonly window?: Duration;
+  /** @default - AWS-owned key (DynamoDB default encryption) */
+  readonly encryptionKey?: kms.IKey;
+  /** @default true */
+  readonly pointInTimeRecovery?: boolean;
+  /** @default RemovalPolicy.RETAIN: losing the table turns every redelivery into a duplicate effect */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * The idempotency table: `PAY_PER_REQUEST`, keyed and expired by the attribute names of
+ * `lib/dedup/schema.ts`. Consumers that use it declare their retry paths; synth fails when the
+ * window is not longer than all of them.
+ */
+export class DedupTable extends Construct {
+  readonly table: dynamodb.Table;
+  readonly window: Duration;
+  private readonly retryPaths: Array<() => RetryPath> = [];
+
+  constructor(scope: Construct, id: string, props: DedupTableProps = {}) {
+    super(scope, id);
+    this.window = props.window ?? Duration.seconds(DEDUP_DEFAULTS.windowSeconds);
+    this.table = new dynamodb.Table(this, "Table", {
+      ...(props.tableName ? { tableName: props.tableName } : {}),
+      partitionKey: { name: DEDUP_PARTITION_KEY, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: DEDUP_TTL_ATTRIBUTE,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: props.pointInTimeRecovery ?? true },
+      ...(props.encryptionKey
+        ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.node.addValidation({
+      validate: () => {
+        try {
+          checkDedupWindow(
+            this.node.path,
+            this.window.toSeconds(),
+            this.retryPaths.map((p) => p()),
+          );
+          return [];
+        } catch (error) {
+          return [(error as Error).message];
+        }
+      },
+    });
+  }
+
+  get tableName(): string {
+    return this.table.tableName;
+  }
+
+  /**
+   * Declares a way messages reach a consumer of this table. Evaluated at synth, so triggers added
+   * later still count. Prefer `ConsumerFunction.useDedupTable`, which declares its triggers' paths.
+   */
+  addRetryPath(path: () => RetryPath): void {
+    this.retryPaths.push(path);
+  }
+
+  /** Exactly the dedup store's operations (`DEDUP_TABLE_ACTIONS`), on this table only. */
+  grantDedup(grantee: iam.IGrantable): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: [...DEDUP_TABLE_ACTIONS],
+      resourceArns: [this.table.tableArn],
+    });
+    this.table.encryptionKey?.grantEncryptDecrypt(grantee);
+    return grant;
+  }
+}

@@ -1,0 +1,36 @@
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { type BundlingOptions, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+
+/** The repository root (holds package.json and package-lock.json). */
+export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const DEPS_LOCK_FILE = join(PROJECT_ROOT, "package-lock.json");
+
+export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
+export const FUNCTION_ARCHITECTURE = lambda.Architecture.ARM_64;
+
+/**
+ * esbuild options for every function: ESM, minified, with source maps (and
+ * `NODE_OPTIONS=--enable-source-maps`, set by `ConsumerFunction`). The AWS SDK is bundled, not
+ * taken from the runtime: the code runs the SDK versions pinned in package-lock.json.
+ */
+export const BUNDLING: BundlingOptions = {
+  format: OutputFormat.ESM,
+  target: "node24",
+  minify: true,
+  sourceMap: true,
+  sourcesContent: false,
+  mainFields: ["module", "main"],
+  externalModules: [],
+  // Some CommonJS dependencies call require(); give ESM bundles one.
+  banner: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);",
+};
+
+/** Throws a clear error when a handler file is missing. */
+export function assertEntryExists(entry: string, what: string): void {
+  if (!existsSync(entry)) {
+    throw new Error(`${what}: handler entry ${entry} does not exist`);
+  }
+}

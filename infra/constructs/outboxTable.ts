@@ -1,0 +1,195 @@
+import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import {
+  OUTBOX_ATTR,
+  OUTBOX_DEFAULTS,
+  OUTBOX_ENV,
+  OUTBOX_IAM_ACTIONS,
+  OUTBOX_PENDING_INDEX,
+  OUTBOX_STREAM_FILTER_PATTERN,
+  OUTBOX_TTL_ATTRIBUTE,
+} from "../../lib/outbox/schema.ts";
+import { checkDedupWindow, type RetryPath } from "../rules.ts";
+import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
+
+export interface OutboxTableProps {
+  /** @default - a CloudFormation-generated name */
+  readonly tableName?: string;
+  /** @default - AWS-owned key */
+  readonly encryptionKey?: kms.IKey;
+  /** @default true */
+  readonly pointInTimeRecovery?: boolean;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+export interface RelayOptions {
+  /** @default 100 */
+  readonly batchSize?: number;
+  /** @default Duration.seconds(1) */
+  readonly maxBatchingWindow?: Duration;
+  /**
+   * Whole-batch retries after bisecting. A record that keeps failing blocks its shard (and so the
+   * order of its aggregate) until then; the sweeper republishes whatever the relay gave up on.
+   * @default 20
+   */
+  readonly retryAttempts?: number;
+  /** @default Duration.hours(6) (the stream keeps records 24 h) */
+  readonly maxRecordAge?: Duration;
+  /**
+   * 1 keeps one relay per shard. Events of one aggregate share a partition key, so a higher factor
+   * still keeps their order. @default 1
+   */
+  readonly parallelizationFactor?: number;
+  /** Where the metadata of given-up batches goes. @default - a new encrypted queue, retained 14 days */
+  readonly onFailureQueue?: sqs.IQueue;
+}
+
+export interface SweeperOptions {
+  /** @default events.Schedule.rate(Duration.minutes(1)) */
+  readonly schedule?: events.Schedule;
+}
+
+/**
+ * The app table: business items, inbox markers and outbox events (schema in
+ * `lib/outbox/schema.ts`). Stream `NEW_IMAGE`, TTL, and the sparse pending GSI. `addRelay` wires
+ * the stream to the relay (filter, bisect, partial batch responses, retry limit, maximum record
+ * age, on-failure destination); `addSweeper` runs the sweeper on a schedule.
+ */
+export class OutboxTable extends Construct implements DedupWindowOwner {
+  readonly table: dynamodb.Table;
+  /** The inbox markers' TTL, written by the library (`OUTBOX_DEFAULTS.inboxWindowSeconds`). */
+  readonly window: Duration = Duration.seconds(OUTBOX_DEFAULTS.inboxWindowSeconds);
+  relayFailures?: sqs.IQueue;
+  private readonly retryPaths: Array<() => RetryPath> = [];
+
+  constructor(scope: Construct, id: string, props: OutboxTableProps = {}) {
+    super(scope, id);
+    this.table = new dynamodb.Table(this, "Table", {
+      ...(props.tableName ? { tableName: props.tableName } : {}),
+      partitionKey: { name: OUTBOX_ATTR.pk, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: OUTBOX_ATTR.sk, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      stream: dynamodb.StreamViewType.NEW_IMAGE,
+      timeToLiveAttribute: OUTBOX_TTL_ATTRIBUTE,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: props.pointInTimeRecovery ?? true },
+      ...(props.encryptionKey
+        ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: OUTBOX_PENDING_INDEX,
+      partitionKey: { name: OUTBOX_ATTR.pending, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: OUTBOX_ATTR.pendingSince, type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+    this.node.addValidation({
+      validate: () => {
+        try {
+          checkDedupWindow(
+            `${this.node.path} (inbox)`,
+            this.window.toSeconds(),
+            this.retryPaths.map((p) => p()),
+          );
+          return [];
+        } catch (error) {
+          return [(error as Error).message];
+        }
+      },
+    });
+  }
+
+  get tableName(): string {
+    return this.table.tableName;
+  }
+
+  get pendingIndexArn(): string {
+    return `${this.table.tableArn}/index/${OUTBOX_PENDING_INDEX}`;
+  }
+
+  addRetryPath(path: () => RetryPath): void {
+    this.retryPaths.push(path);
+  }
+
+  /** A handler's unit of work: inbox marker + business items + outbox events in one transaction. */
+  grantUnitOfWork(grantee: iam.IGrantable): iam.Grant {
+    return this.grantActions(grantee, OUTBOX_IAM_ACTIONS.unitOfWork, [this.table.tableArn]);
+  }
+
+  /** A consumer that writes through the app table: grants, `APP_TABLE_NAME`, inbox window check. */
+  addWriter(fn: ConsumerFunction): void {
+    this.grantUnitOfWork(fn.function);
+    fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
+    fn.useDedupWindow(this);
+  }
+
+  addRelay(fn: ConsumerFunction, options: RelayOptions = {}): DynamoEventSource {
+    const onFailure =
+      options.onFailureQueue ??
+      new sqs.Queue(this, "RelayFailures", {
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: Duration.days(14),
+      });
+    if (!options.onFailureQueue) {
+      Validations.of(onFailure).acknowledge({
+        id: "AwsSolutions-SQS3",
+        reason:
+          "This queue is itself a dead-letter destination: the on-failure destination of the outbox relay's " +
+          "stream mapping. It holds failure metadata for inspection and is not consumed, so it has no DLQ.",
+      });
+    }
+    this.relayFailures = onFailure;
+    const source = new DynamoEventSource(this.table, {
+      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      batchSize: options.batchSize ?? 100,
+      maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(1),
+      filters: [{ pattern: JSON.stringify(OUTBOX_STREAM_FILTER_PATTERN) }],
+      bisectBatchOnError: true,
+      reportBatchItemFailures: true,
+      retryAttempts: options.retryAttempts ?? 20,
+      maxRecordAge: options.maxRecordAge ?? Duration.hours(6),
+      parallelizationFactor: options.parallelizationFactor ?? 1,
+      onFailure: new SqsDlq(onFailure),
+    });
+    fn.function.addEventSource(source);
+    this.grantActions(fn.function, OUTBOX_IAM_ACTIONS.relay, [this.table.tableArn]);
+    fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
+    return source;
+  }
+
+  addSweeper(fn: ConsumerFunction, options: SweeperOptions = {}): events.Rule {
+    const rule = new events.Rule(this, "SweeperSchedule", {
+      description: "Republishes outbox events the relay has not published",
+      schedule: options.schedule ?? events.Schedule.rate(Duration.minutes(1)),
+    });
+    rule.addTarget(
+      new targets.LambdaFunction(fn.function, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+    );
+    const reads = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a === "dynamodb:Query");
+    const writes = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a !== "dynamodb:Query");
+    this.grantActions(fn.function, reads, [this.pendingIndexArn]);
+    this.grantActions(fn.function, writes, [this.table.tableArn]);
+    fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
+    return rule;
+  }
+
+  private grantActions(
+    grantee: iam.IGrantable,
+    actions: readonly string[],
+    resourceArns: string[],
+  ): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns });
+    this.table.encryptionKey?.grantEncryptDecrypt(grantee);
+    return grant;
+  }
+}

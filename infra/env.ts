@@ -1,0 +1,25 @@
+/**
+ * The environment variables the library and the reference functions read. The CDK constructs set
+ * them; the code reads them. One list, so a rename breaks the typecheck instead of a deployment.
+ */
+export const LAMBDA_ENV = {
+  dedupTableName: "DEDUP_TABLE_NAME",
+  /** How long a dedup key is remembered (seconds): the TTL the dedup store writes. */
+  dedupWindowSeconds: "DEDUP_WINDOW_SECONDS",
+  appTableName: "APP_TABLE_NAME",
+  ordersQueueUrl: "ORDERS_QUEUE_URL",
+  ordersDlqUrl: "ORDERS_DLQ_URL",
+  reportQueueUrl: "REPORT_QUEUE_URL",
+  /** The DLQ of the queue that triggers the function: permanent errors are parked there at once. */
+  dlqUrl: "DLQ_URL",
+  kafkaBrokers: "KAFKA_BROKERS",
+  kafkaTopic: "KAFKA_TOPIC",
+  /** JSON of the retry ladder (see `retryLadder.ts`): the same declaration that created the topics. */
+  kafkaRetryLadder: "KAFKA_RETRY_LADDER",
+  /** `"true"` when the cluster uses SASL/IAM. */
+  mskIamAuth: "MSK_IAM_AUTH",
+  powertoolsServiceName: "POWERTOOLS_SERVICE_NAME",
+  powertoolsMetricsNamespace: "POWERTOOLS_METRICS_NAMESPACE",
+} as const;
+
+export type LambdaEnvName = (typeof LAMBDA_ENV)[keyof typeof LAMBDA_ENV];

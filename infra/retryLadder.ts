@@ -1,0 +1,136 @@
+import { type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
+
+/**
+ * One declaration of a Kafka consumer's retry ladder. The CDK creates the topics from it, and the
+ * consumer function receives the same declaration (as `KAFKA_RETRY_LADDER`) to route failures, so
+ * the two cannot drift apart. Pure data and functions: no CDK import.
+ */
+export interface RetryLadderDeclaration {
+  /** The main topic, e.g. `order-events`. */
+  readonly topic: string;
+  /** Delay of each retry topic, in order, e.g. `[5, 60, 600]` → `.retry.5s`, `.retry.1m`, `.retry.10m`. */
+  readonly retryDelaysSeconds: readonly number[];
+  /** Partitions of every topic in the ladder (retry topics keep the main topic's keying). */
+  readonly partitions: number;
+  /** @default 3 */
+  readonly replicationFactor?: number;
+  /** @default min(2, replicationFactor) */
+  readonly minInsyncReplicas?: number;
+  /** Retention of the main topic. @default 7 days */
+  readonly retentionSeconds?: number;
+  /** Retention of each retry topic. @default 7 days */
+  readonly retryRetentionSeconds?: number;
+  /** Retention of the dead-letter topic: the time you have to fix and replay. @default 14 days */
+  readonly deadLetterRetentionSeconds?: number;
+  /** Replays planned beyond retention (e.g. from an archive). @default 0 */
+  readonly plannedReplaySeconds?: number;
+}
+
+export interface KafkaTopicSpec {
+  readonly name: string;
+  readonly partitions: number;
+  readonly replicationFactor: number;
+  /** Kafka topic configs, e.g. `retention.ms`. */
+  readonly configs: Readonly<Record<string, string>>;
+  /** Seconds a record waits in this topic before it is retried (0 for the main and DLQ topics). */
+  readonly delaySeconds: number;
+  readonly role: "main" | "retry" | "dead-letter";
+}
+
+/** What the consumer needs at run time; serialised into `KAFKA_RETRY_LADDER`. */
+export interface RetryLadderRuntimeConfig {
+  readonly topic: string;
+  readonly retries: ReadonlyArray<{ readonly topic: string; readonly delayMs: number }>;
+  readonly deadLetterTopic: string;
+}
+
+const DAY = 86_400;
+
+/** `5` → `5s`, `60` → `1m`, `600` → `10m`, `3600` → `1h`, `90` → `90s`. */
+export function delayLabel(seconds: number): string {
+  if (!Number.isInteger(seconds) || seconds <= 0)
+    throw new Error(`retry delay must be a positive integer of seconds, got ${seconds}`);
+  if (seconds % 3600 === 0) return `${seconds / 3600}h`;
+  if (seconds % 60 === 0) return `${seconds / 60}m`;
+  return `${seconds}s`;
+}
+
+export const retryTopicName = (topic: string, delaySeconds: number): string =>
+  `${topic}.retry.${delayLabel(delaySeconds)}`;
+export const deadLetterTopicName = (topic: string): string => `${topic}.DLQ`;
+
+function validate(d: RetryLadderDeclaration): void {
+  if (!/^[a-zA-Z0-9._-]{1,200}$/.test(d.topic)) throw new Error(`invalid Kafka topic name "${d.topic}"`);
+  if (!Number.isInteger(d.partitions) || d.partitions < 1)
+    throw new Error(`partitions must be ≥ 1, got ${d.partitions}`);
+  for (let i = 1; i < d.retryDelaysSeconds.length; i++) {
+    if (d.retryDelaysSeconds[i]! <= d.retryDelaysSeconds[i - 1]!) {
+      throw new Error(`retry delays of "${d.topic}" must grow: ${d.retryDelaysSeconds.join(", ")}`);
+    }
+  }
+}
+
+/** Every topic of the ladder: main, retries in order, dead-letter. */
+export function ladderTopics(d: RetryLadderDeclaration): KafkaTopicSpec[] {
+  validate(d);
+  const replicationFactor = d.replicationFactor ?? 3;
+  const minIsr = d.minInsyncReplicas ?? Math.min(2, replicationFactor);
+  if (minIsr > replicationFactor) {
+    throw new Error(
+      `min.insync.replicas (${minIsr}) of "${d.topic}" exceeds its replication factor (${replicationFactor})`,
+    );
+  }
+  const configs = (retentionSeconds: number) => ({
+    "cleanup.policy": "delete",
+    "retention.ms": String(retentionSeconds * 1000),
+    "min.insync.replicas": String(minIsr),
+  });
+  const base = { partitions: d.partitions, replicationFactor };
+  return [
+    {
+      ...base,
+      name: d.topic,
+      role: "main",
+      delaySeconds: 0,
+      configs: configs(d.retentionSeconds ?? 7 * DAY),
+    },
+    ...d.retryDelaysSeconds.map(
+      (delay): KafkaTopicSpec => ({
+        ...base,
+        name: retryTopicName(d.topic, delay),
+        role: "retry",
+        delaySeconds: delay,
+        configs: configs(d.retryRetentionSeconds ?? 7 * DAY),
+      }),
+    ),
+    {
+      ...base,
+      name: deadLetterTopicName(d.topic),
+      role: "dead-letter",
+      delaySeconds: 0,
+      configs: configs(d.deadLetterRetentionSeconds ?? 14 * DAY),
+    },
+  ];
+}
+
+export function ladderRuntimeConfig(d: RetryLadderDeclaration): RetryLadderRuntimeConfig {
+  validate(d);
+  return {
+    topic: d.topic,
+    retries: d.retryDelaysSeconds.map((delay) => ({
+      topic: retryTopicName(d.topic, delay),
+      delayMs: delay * 1000,
+    })),
+    deadLetterTopic: deadLetterTopicName(d.topic),
+  };
+}
+
+/** The longest time after a first failure that a record of this ladder can reach the consumer. */
+export function ladderRetryPathSeconds(d: RetryLadderDeclaration): number {
+  const stages: KafkaLadderStage[] = ladderTopics(d).map((t) => ({
+    topic: t.name,
+    delaySeconds: t.delaySeconds,
+    retentionSeconds: Number(t.configs["retention.ms"]) / 1000,
+  }));
+  return kafkaRetryPathSeconds(stages, d.plannedReplaySeconds ?? 0);
+}

@@ -1,0 +1,233 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Annotations, Duration, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as sns from "aws-cdk-lib/aws-sns";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import type { Construct } from "constructs";
+import { OUTBOX_ENV } from "../../lib/outbox/schema.ts";
+import type { InfraContext } from "../config.ts";
+import { ConsumerFunction } from "../constructs/consumerFunction.ts";
+import { ConsumerMonitoring } from "../constructs/consumerMonitoring.ts";
+import { CreatedMskCluster } from "../constructs/createdMskCluster.ts";
+import { DedupTable } from "../constructs/dedupTable.ts";
+import { PROJECT_ROOT } from "../constructs/functionDefaults.ts";
+import { KafkaTopics } from "../constructs/kafkaTopics.ts";
+import type { MskClusterRef } from "../constructs/mskCluster.ts";
+import { OutboxTable } from "../constructs/outboxTable.ts";
+import { QueueWithDlq, type QueueWithDlqProps } from "../constructs/queueWithDlq.ts";
+import { LAMBDA_ENV } from "../env.ts";
+import type { RetryLadderDeclaration } from "../retryLadder.ts";
+
+/** The reference service's functions, each at `functions/<name>/handler.ts`. */
+export const REFERENCE_FUNCTIONS = [
+  "order-consumer",
+  "report-worker",
+  "outbox-relay",
+  "outbox-sweeper",
+  "payment-consumer",
+] as const;
+export type ReferenceFunction = (typeof REFERENCE_FUNCTIONS)[number];
+
+export const defaultEntry = (name: ReferenceFunction): string =>
+  join(PROJECT_ROOT, "functions", name, "handler.ts");
+export const STUB_ENTRY = join(PROJECT_ROOT, "infra", "stubs", "notImplemented.ts");
+
+/** The order-events retry ladder: `.retry.5s` → `.retry.1m` → `.retry.10m` → `.DLQ`. */
+export const ORDER_EVENTS_LADDER: RetryLadderDeclaration = {
+  topic: "order-events",
+  retryDelaysSeconds: [5, 60, 600],
+  partitions: 6,
+  replicationFactor: 3,
+  minInsyncReplicas: 2,
+  retentionSeconds: 7 * 86_400,
+  retryRetentionSeconds: 7 * 86_400,
+  deadLetterRetentionSeconds: 14 * 86_400,
+};
+
+export interface ReferenceServiceStackProps extends StackProps {
+  readonly context: InfraContext;
+  /** Handler files. @default functions/<name>/handler.ts */
+  readonly entries?: Partial<Record<ReferenceFunction, string>>;
+  /** The Kafka ladder of payment-consumer. @default ORDER_EVENTS_LADDER */
+  readonly orderEventsLadder?: RetryLadderDeclaration;
+  /** @default DEDUP_DEFAULTS.windowSeconds */
+  readonly dedupWindow?: Duration;
+  /** Overrides for the orders queue (e.g. an explicit visibility timeout). */
+  readonly ordersQueue?: Partial<QueueWithDlqProps>;
+  /** @default Duration.seconds(30) */
+  readonly orderConsumerTimeout?: Duration;
+}
+
+/**
+ * The reference service of DESIGN.md's data flow: orders queue → order-consumer → app table (inbox +
+ * outbox, stream) → outbox-relay → Kafka order-events → payment-consumer (retry ladder), plus the
+ * report-worker's long jobs and the outbox sweeper. MSK is referenced through context values, or
+ * created with `createMskCluster=true`.
+ */
+export class ReferenceServiceStack extends Stack {
+  readonly cluster: MskClusterRef;
+  readonly dedup: DedupTable;
+  readonly app: OutboxTable;
+  readonly orders: QueueWithDlq;
+  readonly reports: QueueWithDlq;
+  readonly topics: KafkaTopics;
+  readonly functions: Record<ReferenceFunction, ConsumerFunction>;
+  readonly monitoring: ConsumerMonitoring;
+  readonly parking: sqs.Queue;
+
+  constructor(scope: Construct, id: string, props: ReferenceServiceStackProps) {
+    super(scope, id, props);
+    const ctx = props.context;
+    const ladder = props.orderEventsLadder ?? ORDER_EVENTS_LADDER;
+    this.cluster = ctx.createMskCluster ? new CreatedMskCluster(this, "Msk").ref : this.referenceCluster(ctx);
+    const network = {
+      vpc: this.cluster.vpc,
+      vpcSubnets: this.cluster.subnets,
+      securityGroups: [this.cluster.securityGroup],
+    };
+
+    const entry = (name: ReferenceFunction): string => {
+      const path = props.entries?.[name] ?? defaultEntry(name);
+      if (existsSync(path)) return path;
+      if (!ctx.allowMissingHandlers) {
+        throw new Error(
+          `${name}: handler ${path} does not exist (set context allowMissingHandlers=true to deploy a stub)`,
+        );
+      }
+      Annotations.of(this).addWarningV2(
+        `reference:missing-handler:${name}`,
+        `${name}: ${path} does not exist yet; deploying a stub that fails every invocation.`,
+      );
+      return STUB_ENTRY;
+    };
+
+    // Tables
+    this.dedup = new DedupTable(this, "Dedup", props.dedupWindow ? { window: props.dedupWindow } : {});
+    this.app = new OutboxTable(this, "App");
+
+    // Queues: visibility derived from the consumers' timeouts.
+    const orderConsumerTimeout = props.orderConsumerTimeout ?? Duration.seconds(30);
+    const reportWorkerTimeout = Duration.minutes(5);
+    this.orders = new QueueWithDlq(this, "Orders", {
+      consumerTimeout: orderConsumerTimeout,
+      maxReceiveCount: 5,
+      ...props.ordersQueue,
+    });
+    this.reports = new QueueWithDlq(this, "Reports", {
+      consumerTimeout: reportWorkerTimeout,
+      maxReceiveCount: 3,
+    });
+    this.parking = new sqs.Queue(this, "OutboxParking", {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.parking).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "The outbox parking queue is itself a dead-letter destination: events that fail permanently are parked " +
+        "here with their context for a fix and a replay; it is not consumed by a trigger.",
+    });
+
+    this.topics = new KafkaTopics(this, "Topics", { cluster: this.cluster, ladder });
+
+    const fn = (
+      name: ReferenceFunction,
+      extra: Partial<ConstructorParameters<typeof ConsumerFunction>[2]> = {},
+    ) =>
+      new ConsumerFunction(this, name, {
+        entry: entry(name),
+        consumerName: name,
+        metricsNamespace: ctx.metricsNamespace,
+        ...extra,
+      });
+
+    // orders → order-consumer: inbox marker + order + outbox event in one transaction.
+    const orderConsumer = fn("order-consumer", { timeout: orderConsumerTimeout });
+    orderConsumer.addSqsTrigger(this.orders, {
+      batchSize: 10,
+      maxConcurrency: 10,
+      queueUrlEnv: LAMBDA_ENV.ordersQueueUrl,
+      dlqUrlEnv: LAMBDA_ENV.ordersDlqUrl,
+    });
+    this.app.addWriter(orderConsumer);
+
+    // reports → report-worker: one long job at a time, heartbeat extends visibility and the dedup lease.
+    const reportWorker = fn("report-worker", { timeout: reportWorkerTimeout, memorySize: 1024 });
+    reportWorker.addSqsTrigger(this.reports, {
+      batchSize: 1,
+      maxConcurrency: 2,
+      queueUrlEnv: LAMBDA_ENV.reportQueueUrl,
+    });
+    this.dedup.grantDedup(reportWorker.function);
+    reportWorker
+      .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
+      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
+      .useDedupWindow(this.dedup);
+
+    // app table stream → outbox-relay → Kafka; the sweeper republishes what the relay missed.
+    const relay = fn("outbox-relay", { timeout: Duration.minutes(1), ...network });
+    this.app.addRelay(relay);
+    relay.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
+    const sweeper = fn("outbox-sweeper", { timeout: Duration.minutes(1), ...network });
+    this.app.addSweeper(sweeper);
+    sweeper.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
+    for (const f of [relay, sweeper]) {
+      this.parking.grantSendMessages(f.function);
+      f.addEnvironment(OUTBOX_ENV.parkingQueueUrl, this.parking.queueUrl);
+    }
+
+    // order-events → payment-consumer with its retry ladder.
+    const payment = fn("payment-consumer", { timeout: Duration.minutes(1), ...network });
+    const mappings = payment.addMskTrigger(this.cluster, ladder, { batchSize: 100 });
+    for (const m of mappings) m.node.addDependency(this.topics);
+    this.dedup.grantDedup(payment.function);
+    payment
+      .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
+      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
+      .useDedupWindow(this.dedup);
+
+    this.functions = {
+      "order-consumer": orderConsumer,
+      "report-worker": reportWorker,
+      "outbox-relay": relay,
+      "outbox-sweeper": sweeper,
+      "payment-consumer": payment,
+    };
+
+    // Alarms and dashboard.
+    this.monitoring = new ConsumerMonitoring(this, "Monitoring", {
+      metricsNamespace: ctx.metricsNamespace,
+      ...(ctx.alarmTopicArn
+        ? { alarmTopic: sns.Topic.fromTopicArn(this, "AlarmTopic", ctx.alarmTopicArn) }
+        : {}),
+    });
+    this.monitoring.monitorQueue("Orders", this.orders);
+    this.monitoring.monitorQueue("Reports", this.reports, { maxMessageAge: Duration.hours(1) });
+    for (const f of Object.values(this.functions)) this.monitoring.monitorFunction(f);
+    this.monitoring.monitorKafkaLag(payment);
+    this.monitoring.monitorOutbox("outbox-sweeper");
+  }
+
+  private referenceCluster(ctx: InfraContext): MskClusterRef {
+    const vpc = ec2.Vpc.fromVpcAttributes(this, "Vpc", {
+      vpcId: ctx.vpcId,
+      availabilityZones: ctx.availabilityZones,
+      privateSubnetIds: ctx.privateSubnetIds,
+    });
+    return {
+      clusterArn: ctx.mskClusterArn,
+      bootstrapBrokers: ctx.mskBootstrapBrokers,
+      kind: ctx.mskClusterKind,
+      iamAuth: ctx.mskIamAuth,
+      vpc,
+      subnets: {
+        subnets: ctx.privateSubnetIds.map((id, i) => ec2.Subnet.fromSubnetId(this, `Subnet${i}`, id)),
+      },
+      securityGroup: ec2.SecurityGroup.fromSecurityGroupId(this, "MskClientSg", ctx.mskSecurityGroupId, {
+        mutable: false,
+      }),
+    };
+  }
+}
