@@ -169,3 +169,54 @@ export async function park(input: ParkInput, options: ParkingOptions): Promise<v
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
   }
 }
+
+/**
+ * Replay after a fix: puts a parked (or published) event back in line by setting `pending` again.
+ * The stream does not relay it (it is a MODIFY); the sweeper republishes it once it has been
+ * pending for minAgeMs (`pendingSince` @default now).
+ * `destination` optionally re-routes it. Returns false if the item no longer exists.
+ */
+export async function requeueParked(
+  client: DynamoDBClient,
+  tableName: string,
+  key: { pk: string; sk: string },
+  options: {
+    shard: string;
+    pendingSince?: number;
+    destination?: string;
+    retentionSeconds?: number;
+    now?: number;
+  },
+): Promise<boolean> {
+  const now = options.now ?? Date.now();
+  const retention = options.retentionSeconds ?? 7 * 24 * 3600;
+  try {
+    await client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { [A.pk]: { S: key.pk }, [A.sk]: { S: key.sk } },
+        UpdateExpression: `SET #pending = :shard, #since = :since, #exp = :exp${options.destination ? ", #dest = :dest" : ""} REMOVE #parkedAt, #publishedAt`,
+        ConditionExpression: "attribute_exists(#pk)",
+        ExpressionAttributeNames: {
+          "#pk": A.pk,
+          "#pending": A.pending,
+          "#since": A.pendingSince,
+          "#exp": A.expiresAt,
+          "#parkedAt": A.parkedAt,
+          "#publishedAt": A.publishedAt,
+          ...(options.destination ? { "#dest": A.destination } : {}),
+        },
+        ExpressionAttributeValues: {
+          ":shard": { S: options.shard },
+          ":since": { N: String(options.pendingSince ?? now) },
+          ":exp": { N: String(Math.floor(now / 1000) + retention) },
+          ...(options.destination ? { ":dest": { S: options.destination } } : {}),
+        },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,48 @@
+/** The transactional inbox + outbox: public API. See docs/outbox.md. */
+export * from "./errors.ts";
+export { attributeValueSize, itemSize, TRANSACTION_LIMITS } from "./itemSize.ts";
+export {
+  isOutboxKey,
+  type NewOutboxEvent,
+  newEventId,
+  newTraceparent,
+  OUTBOX_HEADERS,
+  type OutboxEvent,
+  parseOutboxItem,
+  pendingShard,
+  publishedHeaders,
+  toOutboxItem,
+} from "./outboxEvent.ts";
+export {
+  createOutboxPublisher,
+  FOLDED_HEADERS_ATTRIBUTE,
+  type OutboxPublisher,
+  type OutboxPublisherOptions,
+  type PublishOutcome,
+  parseDestination,
+  type Target,
+  toSqsAttributes,
+} from "./publisher.ts";
+export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions, type RelayReport } from "./relay.ts";
+export * from "./schema.ts";
+export { clearPending, requeueParked } from "./settle.ts";
+export { createStreamPoller, matchesFilter, type StreamPoller, toLambdaRecord } from "./streamPoller.ts";
+export {
+  createOutboxSweeper,
+  type OutboxSweeper,
+  type OutboxSweeperOptions,
+  type SweepReport,
+} from "./sweeper.ts";
+export {
+  createInboxOutbox,
+  type InboxOutbox,
+  type StagedConditionCheck,
+  type StagedDelete,
+  type StagedPut,
+  type StagedUpdate,
+  type StageOptions,
+  type UnitOfWork,
+  type UnitOfWorkOptions,
+  type UnitOfWorkResult,
+} from "./unitOfWork.ts";
+export { withUnitOfWork } from "./withUnitOfWork.ts";
