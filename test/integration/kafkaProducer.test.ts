@@ -1,3 +1,4 @@
+import { logLevel } from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   createKafkaProducer,
@@ -62,11 +63,14 @@ describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
   });
 
   it("classifies an unreachable cluster as transient", async () => {
-    const dead = createKafkaProducer({
-      brokers: ["127.0.0.1:1"],
-      connectionTimeoutMs: 200,
-      retry: { retries: 1, initialRetryTime: 50, maxRetryTime: 100 },
-    });
+    const dead = createKafkaProducer(
+      {
+        brokers: ["127.0.0.1:1"],
+        connectionTimeoutMs: 200,
+        retry: { retries: 1, initialRetryTime: 50, maxRetryTime: 100 },
+      },
+      { logLevel: logLevel.NOTHING },
+    );
     const error = await dead.send(name("never"), [{ value: "x" }]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KafkaPublishTransientError);
     expect((error as Error).message).toContain(name("never"));

@@ -1,0 +1,446 @@
+import { logLevel } from "kafkajs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MalformedRecordError, PermanentError, TransientError } from "../../lib/core/errors.ts";
+import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
+import {
+  createKafkaBatchProcessor,
+  KafkaBatchIncompleteError,
+  type KafkaConsumerOptions,
+  type KafkaRecordHandler,
+} from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { toMskEvent } from "../../lib/kafka/mskEventBuilder.ts";
+import {
+  createKafkaProducer,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+} from "../../lib/kafka/producer.ts";
+import { createRetryLadder, ladderTopics } from "../../lib/kafka/retryLadder.ts";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
+import { dynamodb } from "../support/clients.ts";
+import { lambdaContext, recordingTelemetry, type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
+import { names } from "../support/names.ts";
+
+const name = names(import.meta.url);
+const ddb = dynamodb();
+const table = name("dedup");
+// Short rungs keep the suite fast; the consumer really waits for each record to come due.
+const ladder = createRetryLadder({ delays: ["150ms", "300ms"] });
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+beforeAll(() => createDedupTable(ddb, table));
+afterAll(async () => {
+  await disconnectAllKafkaProducers();
+  await deleteTable(ddb, table);
+});
+
+function processor<T>(handler: KafkaRecordHandler<T>, over: Partial<KafkaConsumerOptions<T>> = {}) {
+  const telemetry = recordingTelemetry();
+  const process = createKafkaBatchProcessor(handler, {
+    consumer: "payments-test",
+    idempotency: { tableName: table, scope: name(`scope-${Math.random()}`) },
+    retry: ladder,
+    producer: getKafkaProducer(),
+    dynamodbClient: ddb,
+    telemetry,
+    ...over,
+  });
+  return { process, telemetry };
+}
+
+async function withTap<R>(base: string, fn: (tap: TopicTap) => Promise<R>): Promise<R> {
+  const { retry, deadLetter } = ladderTopics(ladder, base);
+  const tap = await tapTopics([base, ...retry, deadLetter], name(`tap-${base}`));
+  try {
+    return await fn(tap);
+  } finally {
+    await tap.stop();
+  }
+}
+
+const header = (r: { message: { headers?: Record<string, unknown> } }, h: string) =>
+  (r.message.headers?.[h] as Buffer | undefined)?.toString();
+
+describe("Kafka consumer: retry topics and dead-letter topic (against the mock cluster)", () => {
+  it("fail twice, then succeed: the record travels the ladder and is processed once; redeliveries are deduplicated", async () => {
+    const topic = name("pay-ladder");
+    const attempts: number[] = [];
+    const effects: string[] = [];
+    const { process, telemetry } = processor<{ id: string }>(async (env) => {
+      attempts.push(env.attempt);
+      if (env.attempt <= 2) throw new TransientError(`downstream unavailable (attempt ${env.attempt})`);
+      effects.push(env.body.id);
+    });
+    await withTap(topic, async (tap) => {
+      await getKafkaProducer().send(topic, [
+        { key: "p-1", value: '{"id":"p-1"}', headers: { "message-id": "m-1" } },
+      ]);
+      const main = toMskEvent(await tap.take(topic, 1));
+      expect(await process(main, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+      const first = await tap.take(`${topic}.retry.150ms`, 1);
+      expect(header(first[0]!, "x-retry-count")).toBe("1");
+      const retry1 = toMskEvent(first);
+      expect(await process(retry1, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+      const second = await tap.take(`${topic}.retry.300ms`, 1);
+      expect(header(second[0]!, "x-retry-count")).toBe("2");
+      expect(header(second[0]!, "x-first-failed-at")).toBe(header(first[0]!, "x-first-failed-at"));
+      const retry2 = toMskEvent(second);
+      expect(await process(retry2, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+      // Redelivery of any copy along the ladder (the broker's or Lambda's own) is a duplicate now.
+      for (const again of [main, retry1, retry2]) {
+        expect(await process(again, lambdaContext())).toEqual({ batchItemFailures: [] });
+      }
+      expect(tap.pending(`${topic}.DLQ`)).toBe(0);
+    });
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(effects).toEqual(["p-1"]);
+    expect(telemetry.counts.DuplicatesSuppressed).toBe(3);
+    expect(telemetry.counts.RoutedToRetry).toBe(2);
+  });
+
+  it("fail always: the record ends in the dead-letter topic with every context header", async () => {
+    const topic = name("pay-dlq");
+    const { process } = processor(async () => {
+      throw new Error("card processor down");
+    });
+    await withTap(topic, async (tap) => {
+      await getKafkaProducer().send(topic, [{ key: "k", value: '{"n":1}', headers: { trace: "t-1" } }]);
+      const [original] = await tap.take(topic, 1);
+      await process(toMskEvent([original!]), lambdaContext());
+      await process(toMskEvent(await tap.take(`${topic}.retry.150ms`, 1)), lambdaContext());
+      await process(toMskEvent(await tap.take(`${topic}.retry.300ms`, 1)), lambdaContext());
+      const [dead] = await tap.take(`${topic}.DLQ`, 1);
+      const h = (n: string) => header(dead!, n);
+      expect({
+        topic: h("x-original-topic"),
+        partition: h("x-original-partition"),
+        offset: h("x-original-offset"),
+        retryCount: h("x-retry-count"),
+        lastError: h("x-last-error"),
+        messageId: h("x-message-id"),
+        consumer: h("x-consumer"),
+        trace: h("trace"),
+      }).toEqual({
+        topic,
+        partition: String(original!.partition),
+        offset: original!.message.offset,
+        retryCount: "3",
+        lastError: "Error: card processor down",
+        messageId: `${topic}:${original!.partition}:${original!.message.offset}`,
+        consumer: "payments-test",
+        trace: "t-1",
+      });
+      expect(Number.isNaN(Date.parse(h("x-first-failed-at")!))).toBe(false);
+      expect(dead!.message.key?.toString()).toBe("k");
+      expect(dead!.message.value?.toString()).toBe('{"n":1}');
+    });
+  });
+
+  it("a permanent error goes straight to the dead-letter topic", async () => {
+    const topic = name("pay-perm");
+    const { process, telemetry } = processor(async () => {
+      throw new PermanentError("card number fails the Luhn check");
+    });
+    await withTap(topic, async (tap) => {
+      await getKafkaProducer().send(topic, [{ key: "k", value: "{}" }]);
+      await process(toMskEvent(await tap.take(topic, 1)), lambdaContext());
+      const [dead] = await tap.take(`${topic}.DLQ`, 1);
+      expect(header(dead!, "x-retry-count")).toBe("1");
+      expect(header(dead!, "x-last-error")).toBe("PermanentError: card number fails the Luhn check");
+      expect(tap.pending(`${topic}.retry.150ms`)).toBe(0);
+    });
+    expect(telemetry.counts.DeadLettered).toBe(1);
+    expect(telemetry.counts.RoutedToRetry).toBeUndefined();
+  });
+
+  it("bad input (garbage header bytes, null and undecodable values, bad JSON) gets typed errors and reaches the dead-letter topic", async () => {
+    const topic = name("pay-bad");
+    let called = 0;
+    const { process } = processor(async () => {
+      called++;
+    });
+    const base = { topic, partition: 0, timestamp: Date.now(), timestampType: "CREATE_TIME", key: b64("k") };
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${topic}-0`]: [
+          { ...base, offset: 0, value: b64("{}"), headers: [{ "message-id": [0xff, 0xfe, 0xfd] }] },
+          { ...base, offset: 1, value: null, headers: [] },
+          { ...base, offset: 2, value: "***not base64***", headers: [] },
+          { ...base, offset: 3, value: b64("{truncated"), headers: [] },
+          { ...base, offset: 4, value: b64('{"ok":true}'), headers: [{ h: [999] }] },
+          { ...base, offset: 5, value: b64('{"ok":true}'), headers: [] },
+        ],
+      },
+    };
+    await withTap(topic, async (tap) => {
+      expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+      const dead = await tap.take(`${topic}.DLQ`, 5);
+      const byOffset = Object.fromEntries(
+        dead.map((d) => [header(d, "x-original-offset"), header(d, "x-last-error")?.split(":")[0]]),
+      );
+      expect(byOffset).toEqual({
+        "0": MalformedRecordError.name,
+        "1": MalformedRecordError.name,
+        "2": MalformedRecordError.name,
+        "3": "InvalidJsonError",
+        "4": MalformedRecordError.name,
+      });
+      const garbage = dead.find((d) => header(d, "x-original-offset") === "0")!;
+      expect([...((garbage.message.headers?.["message-id"] as Buffer | undefined) ?? [])]).toEqual([
+        0xff, 0xfe, 0xfd,
+      ]);
+      expect(dead.find((d) => header(d, "x-original-offset") === "1")!.message.value).toBeNull();
+    });
+    expect(called).toBe(1);
+  });
+
+  it("key order: once a key is on the retry path, its later records follow it there, in order", async () => {
+    const topic = name("pay-follow");
+    const seen: string[] = [];
+    const { process, telemetry } = processor<{ step: string }>(async (env) => {
+      if (env.body.step === "authorize" && env.attempt === 1) throw new TransientError("issuer timeout");
+      seen.push(`${env.key}:${env.body.step}`);
+    });
+    await withTap(topic, async (tap) => {
+      await getKafkaProducer().send(topic, [
+        { key: "acct-1", value: '{"step":"authorize"}', partition: 0 },
+        { key: "acct-2", value: '{"step":"authorize-other"}', partition: 0 },
+        { key: "acct-1", value: '{"step":"capture"}', partition: 0 },
+      ]);
+      await process(toMskEvent(await tap.take(topic, 3)), lambdaContext());
+      expect(seen).toEqual(["acct-2:authorize-other"]);
+      const retried = await tap.take(`${topic}.retry.150ms`, 2);
+      expect(retried.map((r) => r.message.value?.toString())).toEqual([
+        '{"step":"authorize"}',
+        '{"step":"capture"}',
+      ]);
+      await process(toMskEvent(retried), lambdaContext());
+    });
+    expect(seen).toEqual(["acct-2:authorize-other", "acct-1:authorize", "acct-1:capture"]);
+    expect(telemetry.counts.KafkaFollowedKeyToRetry).toBe(1);
+  });
+
+  it("if producing to the retry topic fails, the record is reported failed: nothing is lost", async () => {
+    const dead = createKafkaProducer(
+      {
+        brokers: ["127.0.0.1:1"],
+        connectionTimeoutMs: 200,
+        retry: { retries: 1, initialRetryTime: 50, maxRetryTime: 100 },
+      },
+      { logLevel: logLevel.NOTHING },
+    );
+    const { process, telemetry } = processor<{ n: number }>(
+      async (env) => {
+        if (env.body.n === 2) throw new TransientError("boom");
+      },
+      { producer: dead },
+    );
+    const t = "pay-unparked";
+    const rec = (partition: number, offset: number, n: number) => ({
+      topic: t,
+      partition,
+      offset,
+      timestamp: 1,
+      key: b64(`k${n}`),
+      value: b64(JSON.stringify({ n })),
+      headers: [],
+    });
+    const response = await process(
+      {
+        eventSource: "aws:kafka",
+        records: { [`${t}-0`]: [rec(0, 10, 1), rec(0, 11, 2), rec(0, 12, 3)], [`${t}-1`]: [rec(1, 5, 4)] },
+      },
+      lambdaContext(),
+    );
+    expect(response).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${t}-0`, offset: 11 } }],
+    });
+    expect(telemetry.counts.ParkingFailed).toBe(1);
+    await dead.disconnect();
+  });
+});
+
+describe("Kafka consumer: partial batch responses, ordering and time", () => {
+  const t = "orders";
+  const rec = (
+    partition: number,
+    offset: number,
+    key: string,
+    body: unknown,
+    extra: Record<string, unknown> = {},
+  ) => ({
+    topic: t,
+    partition,
+    offset,
+    timestamp: Date.now(),
+    key: b64(key),
+    value: b64(JSON.stringify(body)),
+    headers: [],
+    ...extra,
+  });
+
+  it("reports, per partition, exactly the first failed record; permanent errors still go to the DLQ", async () => {
+    const { process } = processor<{ fail?: "transient" | "permanent" }>(
+      async (env) => {
+        if (env.body.fail === "transient") throw new TransientError("later");
+        if (env.body.fail === "permanent") throw new PermanentError("never");
+      },
+      { failureMode: "partial-batch", idempotency: false, producer: getKafkaProducer() },
+    );
+    const topic = name("partial");
+    const r = (p: number, o: number, body: unknown) => ({ ...rec(p, o, `k${o}`, body), topic });
+    const response = await process(
+      {
+        eventSource: "aws:kafka",
+        records: {
+          [`${topic}-0`]: [
+            r(0, 100, {}),
+            r(0, 101, { fail: "permanent" }),
+            r(0, 102, { fail: "transient" }),
+            r(0, 103, {}),
+          ],
+          [`${topic}-1`]: [r(1, 7, {}), r(1, 8, {})],
+          [`${topic}-2`]: [r(2, 0, { fail: "transient" })],
+        },
+      },
+      lambdaContext(),
+    );
+    expect(response).toEqual({
+      batchItemFailures: [
+        { itemIdentifier: { partition: `${topic}-0`, offset: 102 } },
+        { itemIdentifier: { partition: `${topic}-2`, offset: 0 } },
+      ],
+    });
+  });
+
+  it("key-parallel mode keeps each key's order and really runs different keys at once", async () => {
+    const intervals: { key: string; offset: number; start: number; end: number }[] = [];
+    const io = () => new Promise((r) => setTimeout(r, 15));
+    const handler: KafkaRecordHandler<unknown> = async (env) => {
+      const start = performance.now();
+      await io();
+      intervals.push({
+        key: env.key!,
+        offset: Number(env.source.kind === "kafka" ? env.source.offset : -1),
+        start,
+        end: performance.now(),
+      });
+    };
+    const records = Array.from({ length: 12 }, (_, i) => rec(0, i, `key-${i % 3}`, { i }));
+    const event = { eventSource: "aws:kafka", records: { [`${t}-0`]: records } };
+
+    const keyed = processor(handler, { ordering: "key", idempotency: false });
+    expect(await keyed.process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    for (const key of ["key-0", "key-1", "key-2"]) {
+      const mine = intervals.filter((x) => x.key === key);
+      expect(mine.map((x) => x.offset)).toEqual([...mine.map((x) => x.offset)].sort((a, b) => a - b));
+      for (let i = 1; i < mine.length; i++) expect(mine[i]!.start).toBeGreaterThanOrEqual(mine[i - 1]!.end);
+    }
+    const overlaps = (a: (typeof intervals)[0], b: (typeof intervals)[0]) =>
+      a.start < b.end && b.start < a.end;
+    const crossKeyOverlap = intervals.some((a) => intervals.some((b) => a.key !== b.key && overlaps(a, b)));
+    expect(crossKeyOverlap).toBe(true);
+
+    // The default, partition order, never overlaps two records of one partition.
+    intervals.length = 0;
+    const sequential = processor(handler, { idempotency: false });
+    await sequential.process(event, lambdaContext());
+    expect(intervals.map((x) => x.offset)).toEqual(records.map((r) => r.offset));
+    expect(intervals.some((a) => intervals.some((b) => a !== b && overlaps(a, b)))).toBe(false);
+  });
+
+  it("in key mode a failure holds back only its key, and the partition resumes at the lowest unfinished offset", async () => {
+    const handled: number[] = [];
+    const { process } = processor<{ i: number }>(
+      async (env) => {
+        if (env.body.i === 1) throw new TransientError("x");
+        handled.push(env.body.i);
+      },
+      { ordering: "key", failureMode: "partial-batch", idempotency: false },
+    );
+    const records = [0, 1, 2, 3, 4].map((i) => rec(0, 50 + i, i % 2 === 0 ? "even" : "odd", { i }));
+    const response = await process(
+      { eventSource: "aws:kafka", records: { [`${t}-0`]: records } },
+      lambdaContext(),
+    );
+    expect(response).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${t}-0`, offset: 51 } }],
+    });
+    expect(handled.sort()).toEqual([0, 2, 4]); // odd key stopped at 1, so 3 never ran
+  });
+
+  it("a retry record that is not due within the remaining time is left for redelivery, untouched", async () => {
+    let called = 0;
+    const { process, telemetry } = processor(
+      async () => {
+        called++;
+      },
+      { retry: createRetryLadder({ delays: ["1h"] }), idempotency: false },
+    );
+    const topic = "orders.retry.1h";
+    const event = {
+      eventSource: "aws:kafka",
+      records: { [`${topic}-3`]: [rec(3, 9, "k", {}, { topic, timestamp: Date.now() })] },
+    };
+    expect(await process(event, lambdaContext(30_000))).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${topic}-3`, offset: 9 } }],
+    });
+    expect(called).toBe(0);
+    expect(telemetry.counts.KafkaRetryNotYetDue).toBe(1);
+  });
+
+  it("does not start records when the Lambda is out of time, and reports them", async () => {
+    const { process } = processor(async () => {}, { idempotency: false, timeMarginMs: 5_000 });
+    const event = {
+      eventSource: "aws:kafka",
+      records: { [`${t}-0`]: [rec(0, 1, "a", {}), rec(0, 2, "a", {})] },
+    };
+    expect(await process(event, lambdaContext(1_000))).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${t}-0`, offset: 1 } }],
+    });
+  });
+
+  it("without ReportBatchItemFailures, an incomplete batch throws instead of acking", async () => {
+    const { process } = processor(
+      async () => {
+        throw new TransientError("x");
+      },
+      { failureMode: "partial-batch", idempotency: false, reportBatchItemFailures: false },
+    );
+    const event = { eventSource: "aws:kafka", records: { [`${t}-0`]: [rec(0, 1, "a", {})] } };
+    await expect(process(event, lambdaContext())).rejects.toBeInstanceOf(KafkaBatchIncompleteError);
+  });
+
+  it("deduplicates inside a batch in memory, with a shared dedup store", async () => {
+    let calls = 0;
+    const store = createDedupStore({ tableName: table, scope: name("in-batch"), client: ddb });
+    const { process, telemetry } = processor(
+      async () => {
+        calls++;
+      },
+      { idempotency: store },
+    );
+    const h = [{ "message-id": [...Buffer.from("same")] }];
+    const event = {
+      eventSource: "aws:kafka",
+      records: { [`${t}-0`]: [rec(0, 1, "a", {}, { headers: h }), rec(0, 2, "b", {}, { headers: h })] },
+    };
+    expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(calls).toBe(1);
+    expect(telemetry.counts.InBatchDuplicates).toBe(1);
+  });
+
+  it("the Middy handler rejects an event of an unknown shape", async () => {
+    const handler = kafkaConsumer(async () => {}, { telemetry: recordingTelemetry(), idempotency: false });
+    await expect(handler({ Records: [{ body: "sqs?" }] }, lambdaContext())).rejects.toThrow(
+      /not a Kafka event/,
+    );
+    expect(await handler({ eventSource: "aws:kafka", records: {} }, lambdaContext())).toEqual({
+      batchItemFailures: [],
+    });
+  });
+});

@@ -1,0 +1,89 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import type { Metrics } from "@aws-lambda-powertools/metrics";
+import type { Context } from "aws-lambda";
+import type { Consumer } from "kafkajs";
+import type { ConsumedRecord } from "../../lib/kafka/mskEventBuilder.ts";
+import type { MetricName, Telemetry } from "../../lib/observability/telemetry.ts";
+import { kafka } from "./clients.ts";
+
+/** Telemetry that logs nothing and counts metrics in memory, so tests can assert on them. */
+export function recordingTelemetry(): Telemetry & { counts: Partial<Record<MetricName, number>> } {
+  const counts: Partial<Record<MetricName, number>> = {};
+  return {
+    logger: new Logger({ logLevel: "SILENT" }),
+    metrics: { publishStoredMetrics() {} } as unknown as Metrics,
+    logPayloads: false,
+    counts,
+    count(name, value = 1) {
+      counts[name] = (counts[name] ?? 0) + value;
+    },
+  };
+}
+
+/** A Lambda context with a fixed amount of remaining time. */
+export function lambdaContext(remainingMs = 60_000, functionName = "kafka-test"): Context {
+  return { functionName, getRemainingTimeInMillis: () => remainingMs } as unknown as Context;
+}
+
+/**
+ * One consumer-group consumer subscribed to several topics from the beginning, buffering what
+ * arrives per topic, so a test joins a group once (the slow part on the mock) and then takes
+ * records topic by topic as a Lambda event source mapping would get them.
+ */
+export interface TopicTap {
+  take(topic: string, count: number, timeoutMs?: number): Promise<ConsumedRecord[]>;
+  /** What arrived and was not taken yet. */
+  pending(topic: string): number;
+  stop(): Promise<void>;
+}
+
+export async function tapTopics(topics: string[], groupId: string): Promise<TopicTap> {
+  const client = kafka("tap");
+  // Make the topics exist first: the mock creates them on a metadata request.
+  const admin = client.admin();
+  await admin.connect();
+  await admin.fetchTopicMetadata({ topics });
+  await admin.disconnect();
+  const consumer: Consumer = client.consumer({
+    groupId,
+    sessionTimeout: 6_000,
+    rebalanceTimeout: 1_000,
+    heartbeatInterval: 500,
+    maxWaitTimeInMs: 50,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics, fromBeginning: true });
+  const buffers = new Map<string, ConsumedRecord[]>(topics.map((t) => [t, []]));
+  const waiters = new Set<() => void>();
+  await consumer.run({
+    eachMessage: async ({ topic, partition, message }) => {
+      buffers.get(topic)?.push({ topic, partition, message });
+      for (const w of waiters) w();
+    },
+  });
+  return {
+    async take(topic, count, timeoutMs = 20_000) {
+      const buffer = buffers.get(topic);
+      if (!buffer) throw new Error(`not tapping ${topic}`);
+      if (buffer.length < count) {
+        await new Promise<void>((resolve, reject) => {
+          const check = () => {
+            if (buffer.length >= count) {
+              clearTimeout(timer);
+              waiters.delete(check);
+              resolve();
+            }
+          };
+          const timer = setTimeout(() => {
+            waiters.delete(check);
+            reject(new Error(`${topic}: got ${buffer.length} of ${count} records`));
+          }, timeoutMs);
+          waiters.add(check);
+        });
+      }
+      return buffer.splice(0, count);
+    },
+    pending: (topic) => buffers.get(topic)?.length ?? 0,
+    stop: () => consumer.disconnect(),
+  };
+}
