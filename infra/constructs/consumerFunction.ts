@@ -114,6 +114,7 @@ export class ConsumerFunction extends Construct {
   readonly timeout: Duration;
   private readonly triggerPaths: TriggerPath[] = [];
   private networkingGranted = false;
+  private readonly wildcardReasons: string[] = [];
   private readonly inVpc: boolean;
 
   constructor(scope: Construct, id: string, props: ConsumerFunctionProps) {
@@ -315,6 +316,18 @@ export class ConsumerFunction extends Construct {
     return this;
   }
 
+  /**
+   * Acknowledges cdk-nag's AwsSolutions-IAM5[Resource::*] on this function's role, for actions that
+   * AWS does not scope by resource. Every caller adds its reason; all of them are recorded.
+   */
+  acknowledgeWildcardResource(reason: string): void {
+    this.wildcardReasons.push(reason);
+    Validations.of(this.role).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason: `Resource * only for actions without resource-level permissions. ${this.wildcardReasons.join(" ")}`,
+    });
+  }
+
   /** The ENI permissions Lambda needs in a VPC and for an MSK event source mapping's pollers. */
   private grantNetworking(): void {
     if (this.networkingGranted) return;
@@ -334,12 +347,10 @@ export class ConsumerFunction extends Construct {
         resources: ["*"],
       }),
     );
-    Validations.of(this.role).acknowledge({
-      id: "AwsSolutions-IAM5[Resource::*]",
-      reason:
-        "Lambda's VPC networking and MSK event-source pollers create, describe and delete ENIs; these EC2 " +
-        "actions are not scoped by resource in Lambda's documented policy (AWSLambdaVPCAccessExecutionRole, " +
-        "AWSLambdaMSKExecutionRole). Only these ec2 actions use Resource *.",
-    });
+    this.acknowledgeWildcardResource(
+      "Lambda's VPC networking and MSK event-source pollers create, describe and delete ENIs; these EC2 actions " +
+        "are not scoped by resource in Lambda's documented policies (AWSLambdaVPCAccessExecutionRole, " +
+        "AWSLambdaMSKExecutionRole).",
+    );
   }
 }

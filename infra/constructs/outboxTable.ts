@@ -162,6 +162,10 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
       onFailure: new SqsDlq(onFailure),
     });
     fn.function.addEventSource(source);
+    fn.acknowledgeWildcardResource(
+      "The stream event source needs dynamodb:ListStreams, which IAM only grants on Resource * " +
+        "(the stream read actions themselves are scoped to this table's stream).",
+    );
     this.grantActions(fn.function, OUTBOX_IAM_ACTIONS.relay, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
     return source;

@@ -1,0 +1,385 @@
+import { Match } from "aws-cdk-lib/assertions";
+import { beforeAll, describe, expect, it } from "vitest";
+import { LAMBDA_ENV } from "../../infra/env.ts";
+import { ladderRuntimeConfig } from "../../infra/retryLadder.ts";
+import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
+import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
+import { acknowledgements, findingsOf, synthReference } from "./synthHelpers.ts";
+
+// One synthesis of the reference app (default context, bundling skipped) shared by every assertion.
+let ref: ReturnType<typeof synthReference>;
+beforeAll(() => {
+  ref = synthReference();
+});
+
+// Template JSON is untyped; the assertions below check its shape.
+// biome-ignore lint/suspicious/noExplicitAny: CloudFormation template JSON
+type Json = any;
+type Resource = { Type: string; Properties: Record<string, Json>; [k: string]: Json };
+const resources = (type: string): Array<[string, Resource]> =>
+  Object.entries(ref.template.findResources(type)) as Array<[string, Resource]>;
+const logicalIdOf = (pathPart: string, type: string): string => {
+  const ids = Object.keys(ref.template.findResources(type)).filter((id) => id.startsWith(pathPart));
+  if (ids.length !== 1)
+    throw new Error(`expected one ${type} starting with ${pathPart}, got ${ids.join(", ")}`);
+  return ids[0]!;
+};
+const functionNamed = (service: string): [string, Resource] => {
+  const found = resources("AWS::Lambda::Function").filter(
+    ([, r]) => r.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === service,
+  );
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
+const policyStatementsOf = (service: string): Json[] => {
+  const [, fn] = functionNamed(service);
+  const roleId = fn.Properties.Role["Fn::GetAtt"][0];
+  return resources("AWS::IAM::Policy")
+    .filter(([, p]) => p.Properties.Roles.some((r: Json) => r.Ref === roleId))
+    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
+};
+const asList = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
+
+describe("cdk-nag (AwsSolutions)", () => {
+  it("has zero unacknowledged findings", () => {
+    expect(findingsOf(ref.nag)).toEqual([]);
+  });
+
+  it("gives a reason with every acknowledgement", () => {
+    const acks = acknowledgements(ref.stack);
+    expect(acks.length).toBeGreaterThan(0);
+    for (const a of acks) expect(a.reason.length, `${a.path} ${a.id}`).toBeGreaterThan(40);
+  });
+});
+
+describe("queues with DLQs", () => {
+  it("derive visibility from the consumer timeout, redrive at maxReceiveCount, encrypt, and keep retention", () => {
+    // orders: 6 × 30 s; reports: 6 × 5 min
+    ref.template.hasResourceProperties("AWS::SQS::Queue", {
+      VisibilityTimeout: 180,
+      MessageRetentionPeriod: 4 * 86_400,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: { maxReceiveCount: 5, deadLetterTargetArn: Match.anyValue() },
+    });
+    ref.template.hasResourceProperties("AWS::SQS::Queue", {
+      VisibilityTimeout: 1800,
+      RedrivePolicy: { maxReceiveCount: 3, deadLetterTargetArn: Match.anyValue() },
+    });
+    ref.template.hasResourceProperties("AWS::SQS::Queue", {
+      MessageRetentionPeriod: 14 * 86_400,
+      SqsManagedSseEnabled: true,
+    });
+  });
+
+  it("encrypts every queue and denies non-TLS access to every queue", () => {
+    const queues = resources("AWS::SQS::Queue");
+    expect(queues).toHaveLength(6);
+    for (const [, q] of queues) expect(q.Properties.SqsManagedSseEnabled).toBe(true);
+    const policies = resources("AWS::SQS::QueuePolicy");
+    expect(policies).toHaveLength(6);
+    for (const [, p] of policies) {
+      expect(p.Properties.PolicyDocument.Statement).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            Effect: "Deny",
+            Condition: { Bool: { "aws:SecureTransport": "false" } },
+          }),
+        ]),
+      );
+    }
+  });
+});
+
+describe("dedup table", () => {
+  it("is PAY_PER_REQUEST, keyed and expired by lib/dedup/schema.ts names, with PITR and SSE", () => {
+    ref.template.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+      AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+      BillingMode: "PAY_PER_REQUEST",
+      TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true },
+    });
+    const [id] = Object.keys(
+      ref.template.findResources("AWS::DynamoDB::Table", {
+        Properties: { KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }] },
+      }),
+    );
+    expect(ref.template.toJSON().Resources[id!].DeletionPolicy).toBe("Retain");
+  });
+
+  it("grants exactly DEDUP_TABLE_ACTIONS on the dedup table to its consumers", () => {
+    const dedupId = Object.keys(
+      ref.template.findResources("AWS::DynamoDB::Table", {
+        Properties: { KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }] },
+      }),
+    )[0]!;
+    for (const service of ["report-worker", "payment-consumer"]) {
+      const statements = policyStatementsOf(service).filter((s) =>
+        JSON.stringify(s.Resource).includes(dedupId),
+      );
+      expect(statements).toHaveLength(1);
+      expect(asList(statements[0].Action).sort()).toEqual([...DEDUP_TABLE_ACTIONS].sort());
+      expect(statements[0].Resource).toEqual({ "Fn::GetAtt": [dedupId, "Arn"] });
+    }
+    const [, payment] = functionNamed("payment-consumer");
+    expect(payment.Properties.Environment.Variables[LAMBDA_ENV.dedupTableName]).toEqual({ Ref: dedupId });
+    expect(payment.Properties.Environment.Variables[LAMBDA_ENV.dedupWindowSeconds]).toBe(
+      String(DEDUP_DEFAULTS.windowSeconds),
+    );
+  });
+});
+
+describe("app/outbox table, relay and sweeper", () => {
+  it("has pk/sk, stream NEW_IMAGE, TTL and the sparse pending GSI", () => {
+    ref.template.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [
+        { AttributeName: "pk", KeyType: "HASH" },
+        { AttributeName: "sk", KeyType: "RANGE" },
+      ],
+      BillingMode: "PAY_PER_REQUEST",
+      StreamSpecification: { StreamViewType: "NEW_IMAGE" },
+      TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: "pending-index",
+          KeySchema: [
+            { AttributeName: "pending", KeyType: "HASH" },
+            { AttributeName: "pendingSince", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "ALL" },
+        },
+      ],
+      AttributeDefinitions: Match.arrayWith([
+        { AttributeName: "pending", AttributeType: "S" },
+        { AttributeName: "pendingSince", AttributeType: "N" },
+      ]),
+    });
+  });
+
+  it("wires the relay: filter, bisect, partial batch responses, retry limit, record age, on-failure destination", () => {
+    const [relayId] = functionNamed("outbox-relay");
+    ref.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      FunctionName: { Ref: relayId },
+      EventSourceArn: { "Fn::GetAtt": [Match.anyValue(), "StreamArn"] },
+      StartingPosition: "TRIM_HORIZON",
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify(OUTBOX_STREAM_FILTER_PATTERN) }] },
+      BisectBatchOnFunctionError: true,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      MaximumRetryAttempts: 20,
+      MaximumRecordAgeInSeconds: 6 * 3600,
+      ParallelizationFactor: 1,
+      DestinationConfig: {
+        OnFailure: { Destination: { "Fn::GetAtt": [Match.stringLikeRegexp("^AppRelayFailures"), "Arn"] } },
+      },
+    });
+  });
+
+  it("runs the sweeper every minute, with Query only on the pending index", () => {
+    const [sweeperId] = functionNamed("outbox-sweeper");
+    ref.template.hasResourceProperties("AWS::Events::Rule", {
+      ScheduleExpression: "rate(1 minute)",
+      Targets: [
+        Match.objectLike({
+          Arn: { "Fn::GetAtt": [sweeperId, "Arn"] },
+          RetryPolicy: { MaximumRetryAttempts: 0 },
+        }),
+      ],
+    });
+    const query = policyStatementsOf("outbox-sweeper").find((s) =>
+      asList(s.Action).includes("dynamodb:Query"),
+    );
+    expect(JSON.stringify(query.Resource)).toContain("/index/pending-index");
+  });
+
+  it("gives order-consumer the unit-of-work actions on the app table and its name", () => {
+    const appId = logicalIdOf("AppTable", "AWS::DynamoDB::Table");
+    const stmt = policyStatementsOf("order-consumer").find((s) => JSON.stringify(s.Resource).includes(appId));
+    expect(asList(stmt.Action)).toEqual(
+      expect.arrayContaining(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"]),
+    );
+    const [, fn] = functionNamed("order-consumer");
+    expect(fn.Properties.Environment.Variables[LAMBDA_ENV.appTableName]).toEqual({ Ref: appId });
+  });
+});
+
+describe("consumer functions", () => {
+  it("are Node 24 on arm64, ESM bundles with source maps, with their own log group and role", () => {
+    const fns = resources("AWS::Lambda::Function");
+    expect(fns).toHaveLength(5);
+    for (const [, fn] of fns) {
+      expect(fn.Properties.Runtime).toBe("nodejs24.x");
+      expect(fn.Properties.Architectures).toEqual(["arm64"]);
+      expect(fn.Properties.Handler).toBe("index.handler");
+      expect(fn.Properties.Environment.Variables.NODE_OPTIONS).toBe("--enable-source-maps");
+      expect(fn.Properties.Environment.Variables[LAMBDA_ENV.powertoolsMetricsNamespace]).toBe(
+        "ReliableConsumers",
+      );
+      expect(fn.Properties.LoggingConfig.LogGroup).toBeDefined();
+    }
+    for (const [, role] of resources("AWS::IAM::Role"))
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it("trigger from SQS with ReportBatchItemFailures, batch size and maximum concurrency", () => {
+    const [orderId, order] = functionNamed("order-consumer");
+    ref.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      FunctionName: { Ref: orderId },
+      BatchSize: 10,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
+    const [reportId, report] = functionNamed("report-worker");
+    ref.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      FunctionName: { Ref: reportId },
+      BatchSize: 1,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      ScalingConfig: { MaximumConcurrency: 2 },
+    });
+    const env = order.Properties.Environment.Variables;
+    for (const name of [LAMBDA_ENV.ordersQueueUrl, LAMBDA_ENV.ordersDlqUrl, LAMBDA_ENV.dlqUrl])
+      expect(env[name]).toBeDefined();
+    expect(env[LAMBDA_ENV.ordersDlqUrl]).toEqual(env[LAMBDA_ENV.dlqUrl]);
+    expect(report.Properties.Environment.Variables[LAMBDA_ENV.reportQueueUrl]).toBeDefined();
+    expect(report.Properties.Timeout).toBe(300);
+  });
+
+  it("let SQS consumers park permanent failures in their DLQ", () => {
+    const sends = policyStatementsOf("order-consumer").filter((s) =>
+      asList(s.Action).includes("sqs:SendMessage"),
+    );
+    expect(sends).toHaveLength(1);
+    expect(JSON.stringify(sends[0].Resource)).toMatch(/OrdersDlq/);
+  });
+});
+
+describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
+  const clusterArn =
+    "arn:aws:kafka:us-east-1:111111111111:cluster/reference-cluster/11111111-2222-3333-4444-555555555555-1";
+  const topicArn = (t: string) => `${clusterArn.replace(":cluster/", ":topic/")}/${t}`;
+  const groupArn = (g: string) => `${clusterArn.replace(":cluster/", ":group/")}/${g}`;
+
+  it("creates every ladder topic as AWS::MSK::Topic with partitions, replication factor and configs", () => {
+    const topics = resources("AWS::MSK::Topic").map(([, t]) => t.Properties);
+    expect(topics.map((t) => t.TopicName).sort()).toEqual(
+      [
+        "order-events",
+        "order-events.retry.5s",
+        "order-events.retry.1m",
+        "order-events.retry.10m",
+        "order-events.DLQ",
+      ].sort(),
+    );
+    for (const t of topics) {
+      expect(t.ClusterArn).toBe(clusterArn);
+      expect(t.PartitionCount).toBe(6);
+      expect(t.ReplicationFactor).toBe(3);
+      const configs = Buffer.from(t.Configs, "base64").toString();
+      expect(configs).toMatch(/^cleanup\.policy=delete$/m);
+      expect(configs).toMatch(/^min\.insync\.replicas=2$/m);
+      expect(configs).toMatch(
+        t.TopicName.endsWith(".DLQ") ? /^retention\.ms=1209600000$/m : /^retention\.ms=604800000$/m,
+      );
+    }
+  });
+
+  it("maps the main and every retry topic in provisioned mode with partial batch responses and the DLQ topic on failure", () => {
+    const [paymentId, payment] = functionNamed("payment-consumer");
+    const mappings = resources("AWS::Lambda::EventSourceMapping").filter(([, m]) => m.Properties.Topics);
+    expect(mappings.map(([, m]) => m.Properties.Topics[0]).sort()).toEqual(
+      ["order-events", "order-events.retry.5s", "order-events.retry.1m", "order-events.retry.10m"].sort(),
+    );
+    const groups = mappings.map(([, m]) => m.Properties.AmazonManagedKafkaEventSourceConfig.ConsumerGroupId);
+    expect(new Set(groups).size).toBe(4);
+    for (const [, m] of mappings) {
+      expect(m.Properties).toMatchObject({
+        FunctionName: { Ref: paymentId },
+        EventSourceArn: clusterArn,
+        StartingPosition: "TRIM_HORIZON",
+        BatchSize: 100,
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: 2,
+        ProvisionedPollerConfig: { MinimumPollers: 1, MaximumPollers: 2 },
+        DestinationConfig: { OnFailure: { Destination: "kafka://order-events.DLQ" } },
+      });
+      expect(m.DependsOn?.some((d: string) => d.startsWith("Topics"))).toBe(true);
+    }
+    const env = payment.Properties.Environment.Variables;
+    expect(env[LAMBDA_ENV.kafkaTopic]).toBe("order-events");
+    expect(env[LAMBDA_ENV.mskIamAuth]).toBe("true");
+    expect(env[LAMBDA_ENV.kafkaBrokers]).toMatch(/:9098/);
+    expect(JSON.parse(env[LAMBDA_ENV.kafkaRetryLadder])).toEqual(ladderRuntimeConfig(ORDER_EVENTS_LADDER));
+    expect(payment.Properties.VpcConfig.SubnetIds).toHaveLength(2);
+  });
+
+  it("scopes MSK IAM to the cluster, topic and group ARNs", () => {
+    const statements = policyStatementsOf("payment-consumer");
+    const actionsOn = (action: string) =>
+      statements.filter((s) => asList(s.Action).includes(action)).flatMap((s) => asList(s.Resource));
+    expect([...new Set(actionsOn("kafka-cluster:Connect"))]).toEqual([clusterArn]);
+    expect(actionsOn("kafka-cluster:ReadData").sort()).toEqual(
+      ["order-events", "order-events.retry.5s", "order-events.retry.1m", "order-events.retry.10m"]
+        .map(topicArn)
+        .sort(),
+    );
+    expect(actionsOn("kafka-cluster:WriteData").sort()).toEqual(
+      ["order-events.retry.5s", "order-events.retry.1m", "order-events.retry.10m", "order-events.DLQ"]
+        .map(topicArn)
+        .sort(),
+    );
+    const groups = actionsOn("kafka-cluster:AlterGroup");
+    expect(groups).toHaveLength(4);
+    expect(groups).toContain(groupArn("payment-consumer"));
+    expect(groups).toContain(groupArn("payment-consumer.retry.5s"));
+    expect(actionsOn("kafka-cluster:DescribeGroup").sort()).toEqual([...groups].sort());
+    expect(actionsOn("kafka:GetBootstrapBrokers")).toEqual([clusterArn]);
+    // The relay produces to the main topic only.
+    const relay = policyStatementsOf("outbox-relay").filter((s) =>
+      asList(s.Action).includes("kafka-cluster:WriteData"),
+    );
+    expect(relay.flatMap((s) => asList(s.Resource))).toEqual([topicArn("order-events")]);
+  });
+
+  it("uses Resource * only for the acknowledged actions without resource-level permissions", () => {
+    for (const [, p] of resources("AWS::IAM::Policy")) {
+      for (const s of p.Properties.PolicyDocument.Statement) {
+        const res = asList(s.Resource);
+        const wildcard = res.some((r: unknown) => typeof r === "string" && r.includes("*"));
+        if (wildcard) {
+          expect(res).toEqual(["*"]);
+          for (const a of asList(s.Action)) expect(a).toMatch(/^ec2:|^dynamodb:ListStreams$/);
+        }
+        for (const a of asList(s.Action)) expect(a).not.toMatch(/\*/);
+      }
+    }
+  });
+});
+
+describe("alarms and dashboard", () => {
+  const alarmsOf = (metricName: string) =>
+    resources("AWS::CloudWatch::Alarm").filter(
+      ([, a]) =>
+        a.Properties.MetricName === metricName ||
+        JSON.stringify(a.Properties.Metrics ?? []).includes(`"MetricName":"${metricName}"`),
+    );
+
+  it("alarms on DLQ depth > 0 and the age of the oldest message", () => {
+    const dlq = alarmsOf("ApproximateNumberOfMessagesVisible");
+    expect(dlq).toHaveLength(2);
+    for (const [, a] of dlq) {
+      expect(a.Properties).toMatchObject({ Threshold: 0, ComparisonOperator: "GreaterThanThreshold" });
+    }
+    expect(alarmsOf("ApproximateAgeOfOldestMessage")).toHaveLength(2);
+  });
+
+  it("alarms on outbox pending age, duplicate rate, Kafka OffsetLag, errors and throttles", () => {
+    expect(alarmsOf("OutboxOldestPendingAge")).toHaveLength(1);
+    expect(alarmsOf("DuplicatesSuppressed")).toHaveLength(5);
+    expect(alarmsOf("OffsetLag")).toHaveLength(1);
+    expect(alarmsOf("Errors")).toHaveLength(5);
+    expect(alarmsOf("Throttles")).toHaveLength(5);
+    ref.template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
+  });
+});

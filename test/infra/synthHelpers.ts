@@ -1,0 +1,38 @@
+import { App, type Stack } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { buildApp } from "../../infra/app.ts";
+
+/** An app that skips esbuild bundling (the bundle test builds the real bundles once). */
+export function testApp(context: Record<string, unknown> = {}): App {
+  return new App({ context: { "aws:cdk:bundling-stacks": [], ...context } });
+}
+
+/** Synthesizes the reference app once; returns its template and the unacknowledged cdk-nag findings. */
+export function synthReference(context: Record<string, unknown> = {}) {
+  const { app, stack } = buildApp(testApp(context));
+  const assembly = app.synth(); // throws if cdk-nag or a construct validation fails
+  const nag = new AwsSolutionsChecks().validateScope(stack);
+  return { app, stack, assembly, template: Template.fromStack(stack), nag };
+}
+
+export const findingsOf = (nag: ReturnType<AwsSolutionsChecks["validateScope"]>) =>
+  nag.violations.map(
+    (v) => `${v.severity} ${v.ruleName} @ ${v.violatingResources.map((r) => r.constructPath).join(", ")}`,
+  );
+
+/** Every `Validations.acknowledge` in the tree, with its reason. */
+export function acknowledgements(root: Stack | App): Array<{ path: string; id: string; reason: string }> {
+  const out: Array<{ path: string; id: string; reason: string }> = [];
+  for (const c of root.node.findAll()) {
+    for (const m of c.node.metadata) {
+      if (m.type !== "aws:cdk:acknowledged-rules") continue;
+      for (const [id, value] of Object.entries(m.data as Record<string, unknown>)) {
+        const reason =
+          typeof value === "string" ? value : String((value as { reason?: unknown })?.reason ?? "");
+        out.push({ path: c.node.path, id, reason });
+      }
+    }
+  }
+  return out;
+}
