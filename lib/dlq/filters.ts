@@ -1,0 +1,104 @@
+/**
+ * Which dead letters a move (replay, redrive) or an inspection takes. Pure.
+ *
+ * - `errorTypes`: the type part of `x-last-error` (`InvalidJsonError: …` → `InvalidJsonError`).
+ *   Messages dead-lettered by the broker itself (SQS maxReceiveCount) carry no context; their type
+ *   is `unknown`.
+ * - `since` / `until`: when the message was dead-lettered (the DLQ record's timestamp, or SQS
+ *   SentTimestamp), inclusive / exclusive.
+ */
+export interface DeadLetterFilter {
+  readonly errorTypes?: readonly string[];
+  readonly since?: Date;
+  readonly until?: Date;
+}
+
+export const UNKNOWN_ERROR_TYPE = "unknown";
+
+/** `"InvalidJsonError: value is not valid JSON"` → `"InvalidJsonError"`. */
+export function errorTypeOf(lastError: string | undefined): string {
+  if (!lastError) return UNKNOWN_ERROR_TYPE;
+  const at = lastError.indexOf(":");
+  const type = (at < 0 ? lastError : lastError.slice(0, at)).trim();
+  return type || UNKNOWN_ERROR_TYPE;
+}
+
+export function isFiltering(filter: DeadLetterFilter): boolean {
+  return Boolean(filter.errorTypes?.length || filter.since || filter.until);
+}
+
+export function matchesFilter(
+  filter: DeadLetterFilter,
+  letter: { readonly errorType: string; readonly deadLetteredAtMs: number },
+): boolean {
+  if (filter.errorTypes?.length && !filter.errorTypes.includes(letter.errorType)) return false;
+  if (filter.since && letter.deadLetteredAtMs < filter.since.getTime()) return false;
+  if (filter.until && letter.deadLetteredAtMs >= filter.until.getTime()) return false;
+  return true;
+}
+
+/** What sits in a DLQ, grouped by error type. */
+export interface DeadLetterSummary {
+  readonly total: number;
+  readonly byErrorType: Record<
+    string,
+    { count: number; oldest: string; newest: string; sources: string[]; sampleError: string }
+  >;
+}
+
+export function summarise(
+  letters: Iterable<{
+    errorType: string;
+    deadLetteredAtMs: number;
+    source: string | undefined;
+    lastError?: string;
+  }>,
+): DeadLetterSummary {
+  let total = 0;
+  const by: Record<
+    string,
+    { count: number; oldestMs: number; newestMs: number; sources: Set<string>; sample: string }
+  > = {};
+  for (const l of letters) {
+    total++;
+    const g = by[l.errorType] ?? {
+      count: 0,
+      oldestMs: Number.POSITIVE_INFINITY,
+      newestMs: Number.NEGATIVE_INFINITY,
+      sources: new Set<string>(),
+      sample: l.lastError ?? "",
+    };
+    by[l.errorType] = g;
+    g.count++;
+    g.oldestMs = Math.min(g.oldestMs, l.deadLetteredAtMs);
+    g.newestMs = Math.max(g.newestMs, l.deadLetteredAtMs);
+    if (l.source) g.sources.add(l.source);
+  }
+  const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : "");
+  return {
+    total,
+    byErrorType: Object.fromEntries(
+      Object.entries(by)
+        .sort((a, b) => b[1].count - a[1].count)
+        .map(([type, g]) => [
+          type,
+          {
+            count: g.count,
+            oldest: iso(g.oldestMs),
+            newest: iso(g.newestMs),
+            sources: [...g.sources].sort(),
+            sampleError: g.sample.slice(0, 200),
+          },
+        ]),
+    ),
+  };
+}
+
+export interface MoveProgress {
+  /** Known total to look at (high watermark, or approximate queue depth); 0 when unknown. */
+  readonly total: number;
+  readonly seen: number;
+  readonly moved: number;
+  readonly skipped: number;
+  readonly failed: number;
+}

@@ -1,0 +1,322 @@
+import { randomUUID } from "node:crypto";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { Kafka, type KafkaMessage, logLevel } from "kafkajs";
+import { CONTEXT_HEADERS } from "../core/failureContext.ts";
+import { createDedupStore, type DedupStore, type Lease } from "../dedup/dedupStore.ts";
+import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "../kafka/config.ts";
+import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
+import {
+  type DeadLetterFilter,
+  type DeadLetterSummary,
+  errorTypeOf,
+  type MoveProgress,
+  matchesFilter,
+  summarise,
+} from "./filters.ts";
+
+/** A record of a dead-letter topic, with its context decoded. */
+export interface KafkaDeadLetter {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  /** When it was dead-lettered (the DLQ record's timestamp). */
+  readonly deadLetteredAtMs: number;
+  readonly errorType: string;
+  readonly lastError: string | undefined;
+  readonly originalTopic: string | undefined;
+  readonly messageId: string | undefined;
+  readonly message: KafkaMessage;
+}
+
+const header = (m: KafkaMessage, name: string): string | undefined => {
+  const v = m.headers?.[name];
+  const one = Array.isArray(v) ? v[v.length - 1] : v;
+  return one === undefined ? undefined : one.toString();
+};
+
+function toDeadLetter(topic: string, partition: number, message: KafkaMessage): KafkaDeadLetter {
+  const lastError = header(message, CONTEXT_HEADERS.lastError);
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    deadLetteredAtMs: Number(message.timestamp),
+    errorType: errorTypeOf(lastError),
+    lastError,
+    originalTopic: header(message, CONTEXT_HEADERS.originalTopic),
+    messageId: header(message, CONTEXT_HEADERS.messageId),
+    message,
+  };
+}
+
+export interface ReadOptions {
+  readonly connection?: KafkaConnectionConfig;
+  /** Gives up when no record arrives for this long before the end is reached. @default 30000 ms */
+  readonly idleTimeoutMs?: number;
+  /** Called once with the number of records to read (high − low watermark, summed). */
+  readonly onTotal?: (total: number) => void;
+}
+
+/**
+ * Reads a topic from its low to its high watermark *as of the start*, batch by batch, then stops.
+ * Uses a throw-away consumer group that commits nothing, so reading never moves anyone's offsets.
+ */
+export async function readTopicToEnd(
+  topic: string,
+  onBatch: (letters: KafkaDeadLetter[]) => Promise<void>,
+  options: ReadOptions = {},
+): Promise<{ total: number }> {
+  const kafka = new Kafka({
+    ...toKafkaJsConfig(options.connection ?? kafkaConfigFromEnv()),
+    logLevel: logLevel.ERROR,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  let ends: Map<number, bigint>;
+  let total = 0;
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    ends = new Map(offsets.map((o) => [o.partition, BigInt(o.high)]));
+    for (const o of offsets) total += Number(BigInt(o.high) - BigInt(o.low));
+    // Partitions with nothing to read are done already.
+    for (const o of offsets) if (BigInt(o.high) <= BigInt(o.low)) ends.delete(o.partition);
+  } finally {
+    await admin.disconnect();
+  }
+  options.onTotal?.(total);
+  if (ends.size === 0) return { total: 0 };
+
+  const consumer = kafka.consumer({
+    groupId: `dlq-tool-${randomUUID()}`,
+    sessionTimeout: 10_000,
+    rebalanceTimeout: 2_000,
+    heartbeatInterval: 1_000,
+    maxWaitTimeInMs: 200,
+  });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      let idle: NodeJS.Timeout | undefined;
+      const armIdle = () => {
+        clearTimeout(idle);
+        idle = setTimeout(
+          () => reject(new Error(`no records from ${topic} for ${options.idleTimeoutMs ?? 30_000} ms`)),
+          options.idleTimeoutMs ?? 30_000,
+        );
+      };
+      armIdle();
+      consumer
+        .run({
+          autoCommit: false,
+          eachBatch: async ({ batch, heartbeat }) => {
+            const end = ends.get(batch.partition);
+            if (end === undefined) return;
+            armIdle();
+            const mine = batch.messages.filter((m) => BigInt(m.offset) < end);
+            if (mine.length > 0) await onBatch(mine.map((m) => toDeadLetter(topic, batch.partition, m)));
+            await heartbeat();
+            const last = mine[mine.length - 1];
+            if (last && BigInt(last.offset) + 1n >= end) ends.delete(batch.partition);
+            if (ends.size === 0) {
+              clearTimeout(idle);
+              resolve();
+            }
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return { total };
+}
+
+/** What sits in a dead-letter topic, grouped by error type (no payloads). */
+export async function inspectKafkaDeadLetters(
+  topic: string,
+  options: ReadOptions & { filter?: DeadLetterFilter } = {},
+): Promise<DeadLetterSummary> {
+  const letters: {
+    errorType: string;
+    deadLetteredAtMs: number;
+    source: string | undefined;
+    lastError?: string;
+  }[] = [];
+  await readTopicToEnd(
+    topic,
+    async (batch) => {
+      for (const l of batch) {
+        if (options.filter && !matchesFilter(options.filter, l)) continue;
+        letters.push({
+          errorType: l.errorType,
+          deadLetteredAtMs: l.deadLetteredAtMs,
+          source: l.originalTopic,
+          ...(l.lastError !== undefined ? { lastError: l.lastError } : {}),
+        });
+      }
+    },
+    options,
+  );
+  return summarise(letters);
+}
+
+/** Headers that describe the failed attempt; a replay starts the ladder afresh without them. */
+const ATTEMPT_HEADERS: ReadonlySet<string> = new Set([
+  CONTEXT_HEADERS.retryCount,
+  CONTEXT_HEADERS.firstFailedAt,
+  CONTEXT_HEADERS.lastError,
+  CONTEXT_HEADERS.consumer,
+]);
+
+/**
+ * The record to republish: key, value and the user's headers untouched; `x-message-id` and the
+ * `x-original-*` coordinates kept, so consumers deduplicate it as the same message and a new failure
+ * still points at the original; the attempt's context dropped, so it starts the retry ladder again;
+ * `x-replayed-from` added for tracing.
+ */
+export function replayMessage(letter: KafkaDeadLetter, now: Date = new Date()): OutgoingMessage {
+  const headers: Record<string, string | Buffer> = {};
+  for (const [name, value] of Object.entries(letter.message.headers ?? {})) {
+    if (ATTEMPT_HEADERS.has(name) || value === undefined) continue;
+    const one = Array.isArray(value) ? value[value.length - 1] : value;
+    if (one !== undefined) headers[name] = one;
+  }
+  headers["x-replayed-from"] = `${letter.topic}:${letter.partition}:${letter.offset}`;
+  headers["x-replayed-at"] = now.toISOString();
+  return { key: letter.message.key, value: letter.message.value, headers };
+}
+
+export interface ReplayOptions extends ReadOptions {
+  readonly filter?: DeadLetterFilter;
+  /** Count what would move; move nothing. */
+  readonly dryRun?: boolean;
+  /** Republish here instead of `x-original-topic`. */
+  readonly toTopic?: string;
+  /** Stop after this many moved records. */
+  readonly limit?: number;
+  /**
+   * The replay ledger: which DLQ records were already replayed, so running a replay twice (or after
+   * a crash) republishes each record once. `false` turns it off (every run republishes everything
+   * that matches). @default a dedup store on DEDUP_TABLE_NAME, scope `dlq-replay/<topic>`, 30 days
+   */
+  readonly ledger?: DedupStore | { tableName: string; client?: DynamoDBClient } | false;
+  readonly producer?: KafkaProducer;
+  readonly onProgress?: (p: MoveProgress) => void;
+}
+
+export interface ReplayResult extends MoveProgress {
+  /** Already replayed by an earlier run (per the ledger). */
+  readonly alreadyReplayed: number;
+  /** Records with no `x-original-topic` and no `toTopic`: left in place. */
+  readonly noDestination: number;
+  readonly byDestination: Record<string, number>;
+}
+
+/**
+ * Republishes dead letters to their original topic (`replay --topic orders.DLQ`). Exactly once per
+ * DLQ record: each is claimed in the ledger before it is sent and marked done only after the
+ * cluster acknowledged it (acks=all); a crash in between re-sends it on the next run, and the
+ * consumer deduplicates that by `x-message-id`. The DLQ itself is never modified (Kafka cannot
+ * delete single records); its retention cleans it.
+ */
+export async function replayKafkaDeadLetters(
+  deadLetterTopic: string,
+  options: ReplayOptions = {},
+): Promise<ReplayResult> {
+  const ledger =
+    options.ledger === false || options.dryRun
+      ? undefined
+      : options.ledger && "claim" in options.ledger
+        ? options.ledger
+        : createDedupStore({
+            tableName:
+              (options.ledger && "tableName" in options.ledger ? options.ledger.tableName : undefined) ??
+              process.env.DEDUP_TABLE_NAME ??
+              (() => {
+                throw new Error(
+                  "replay needs a ledger table: --ledger-table, DEDUP_TABLE_NAME, or --no-ledger",
+                );
+              })(),
+            scope: `dlq-replay/${deadLetterTopic}`,
+            windowSeconds: 30 * 86_400,
+            ...(options.ledger && "client" in options.ledger && options.ledger.client
+              ? { client: options.ledger.client }
+              : {}),
+          });
+  const producer = options.producer ?? getKafkaProducer(options.connection ?? kafkaConfigFromEnv());
+  const progress = { total: 0, seen: 0, moved: 0, skipped: 0, failed: 0 };
+  let alreadyReplayed = 0;
+  let noDestination = 0;
+  const byDestination: Record<string, number> = {};
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+
+  const { total } = await readTopicToEnd(
+    deadLetterTopic,
+    async (batch) => {
+      const chosen: { letter: KafkaDeadLetter; destination: string; lease: Lease | undefined }[] = [];
+      for (const letter of batch) {
+        progress.seen++;
+        const destination = options.toTopic ?? letter.originalTopic;
+        if (
+          progress.moved + chosen.length >= limit ||
+          (options.filter && !matchesFilter(options.filter, letter))
+        ) {
+          progress.skipped++;
+          continue;
+        }
+        if (!destination) {
+          noDestination++;
+          progress.skipped++;
+          continue;
+        }
+        let lease: Lease | undefined;
+        if (ledger) {
+          const claim = await ledger.claim(`${letter.partition}:${letter.offset}`);
+          if (claim.status !== "claimed") {
+            alreadyReplayed++;
+            progress.skipped++;
+            continue;
+          }
+          lease = claim.lease;
+        }
+        chosen.push({ letter, destination, lease });
+      }
+      if (options.dryRun) {
+        for (const c of chosen) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
+        progress.moved += chosen.length;
+      } else if (chosen.length > 0) {
+        const byTopic = new Map<string, OutgoingMessage[]>();
+        const now = new Date();
+        for (const c of chosen) {
+          const list = byTopic.get(c.destination) ?? [];
+          list.push(replayMessage(c.letter, now));
+          byTopic.set(c.destination, list);
+        }
+        try {
+          await producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+        } catch (error) {
+          progress.failed += chosen.length;
+          if (ledger) await Promise.all(chosen.map((c) => (c.lease ? ledger.release(c.lease) : undefined)));
+          options.onProgress?.({ ...progress });
+          throw error;
+        }
+        if (ledger) {
+          await Promise.all(chosen.map((c) => (c.lease ? ledger.complete(c.lease) : undefined)));
+          await ledger.flush();
+        }
+        for (const c of chosen) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
+        progress.moved += chosen.length;
+      }
+      options.onProgress?.({ ...progress });
+    },
+    {
+      ...options,
+      onTotal: (n) => {
+        progress.total = n;
+      },
+    },
+  );
+  progress.total = total;
+  return { ...progress, alreadyReplayed, noDestination, byDestination };
+}

@@ -1,0 +1,248 @@
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { packAttributes } from "../../lib/core/attributePacking.ts";
+import { inspectKafkaDeadLetters, replayKafkaDeadLetters } from "../../lib/dlq/kafkaDeadLetters.ts";
+import { inspectSqsDeadLetters, redriveSqsDeadLetters } from "../../lib/dlq/sqsDeadLetters.ts";
+import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
+import { dynamodb, kafka, sqs } from "../support/clients.ts";
+import { names } from "../support/names.ts";
+
+const name = names(import.meta.url);
+const ddb = dynamodb();
+const ledgerTable = name("ledger");
+
+beforeAll(() => createDedupTable(ddb, ledgerTable));
+afterAll(async () => {
+  await disconnectAllKafkaProducers();
+  await deleteTable(ddb, ledgerTable);
+});
+
+async function recordsIn(topic: string): Promise<number> {
+  const admin = kafka().admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe("Kafka dead-letter topic: inspect and replay", () => {
+  it("replay returns DLQ records to their original topic exactly once, with filters and a dry run", async () => {
+    const topic = name("orders");
+    const dlq = `${topic}.DLQ`;
+    const dead = (n: number, error: string) => ({
+      key: `k${n}`,
+      value: JSON.stringify({ n }),
+      headers: {
+        "x-original-topic": topic,
+        "x-original-partition": "0",
+        "x-original-offset": String(n),
+        "x-retry-count": "3",
+        "x-first-failed-at": new Date().toISOString(),
+        "x-last-error": error,
+        "x-message-id": `m-${n}`,
+        "x-consumer": "payments",
+        trace: `t-${n}`,
+      },
+    });
+    await getKafkaProducer().send(dlq, [
+      dead(1, "TransientError: issuer down"),
+      dead(2, "SchemaValidationError: amount: expected number"),
+      dead(3, "TransientError: issuer down"),
+    ]);
+    await recordsIn(topic); // create the original topic (the mock makes it on first metadata request)
+
+    const summary = await inspectKafkaDeadLetters(dlq);
+    expect(summary.total).toBe(3);
+    expect(Object.fromEntries(Object.entries(summary.byErrorType).map(([t, g]) => [t, g.count]))).toEqual({
+      TransientError: 2,
+      SchemaValidationError: 1,
+    });
+    expect(summary.byErrorType.TransientError!.sources).toEqual([topic]);
+
+    const ledger = { tableName: ledgerTable, client: ddb };
+    const dry = await replayKafkaDeadLetters(dlq, {
+      ledger,
+      dryRun: true,
+      filter: { errorTypes: ["TransientError"] },
+    });
+    expect(dry).toMatchObject({ total: 3, seen: 3, moved: 2, skipped: 1 });
+    expect(await recordsIn(topic)).toBe(0);
+
+    const progress: number[] = [];
+    const first = await replayKafkaDeadLetters(dlq, {
+      ledger,
+      filter: { errorTypes: ["TransientError"] },
+      onProgress: (p) => progress.push(p.seen),
+    });
+    expect(first).toMatchObject({ moved: 2, skipped: 1, failed: 0, byDestination: { [topic]: 2 } });
+    expect(progress.length).toBeGreaterThan(0);
+    expect(await recordsIn(topic)).toBe(2);
+
+    const second = await replayKafkaDeadLetters(dlq, { ledger });
+    expect(second).toMatchObject({ moved: 1, alreadyReplayed: 2 });
+    const third = await replayKafkaDeadLetters(dlq, { ledger });
+    expect(third).toMatchObject({ moved: 0, alreadyReplayed: 3 });
+    expect(await recordsIn(topic)).toBe(3);
+
+    // What arrived: the same keys, values and user headers; the message id kept; the attempt's context gone.
+    const consumer = kafka().consumer({
+      groupId: name("check"),
+      rebalanceTimeout: 1000,
+      maxWaitTimeInMs: 50,
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const got: Record<string, string | undefined>[] = [];
+    await new Promise<void>((resolve, reject) => {
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            const h = (n: string) => message.headers?.[n]?.toString();
+            got.push({
+              key: message.key?.toString(),
+              value: message.value?.toString(),
+              id: h("x-message-id"),
+              trace: h("trace"),
+              retry: h("x-retry-count"),
+              lastError: h("x-last-error"),
+              from: h("x-replayed-from")?.split(":")[0],
+            });
+            if (got.length === 3) resolve();
+          },
+        })
+        .catch(reject);
+    });
+    await consumer.disconnect();
+    expect(got.sort((a, b) => a.key!.localeCompare(b.key!))).toEqual(
+      [1, 2, 3].map((n) => ({
+        key: `k${n}`,
+        value: JSON.stringify({ n }),
+        id: `m-${n}`,
+        trace: `t-${n}`,
+        retry: undefined,
+        lastError: undefined,
+        from: dlq,
+      })),
+    );
+  });
+});
+
+describe("SQS DLQ: inspect and redrive", () => {
+  const client = sqs();
+  const queues: string[] = [];
+  afterAll(async () => {
+    for (const q of queues) await client.send(new DeleteQueueCommand({ QueueUrl: q })).catch(() => {});
+  });
+
+  async function queue(what: string) {
+    const out = await client.send(new CreateQueueCommand({ QueueName: name(what) }));
+    queues.push(out.QueueUrl!);
+    const attrs = await client.send(
+      new GetQueueAttributesCommand({ QueueUrl: out.QueueUrl!, AttributeNames: ["QueueArn"] }),
+    );
+    return { url: out.QueueUrl!, arn: attrs.Attributes!.QueueArn! };
+  }
+
+  async function drain(url: string) {
+    const bodies: { body: string; attrs: Record<string, string | undefined> }[] = [];
+    for (let empty = 0; empty < 2; ) {
+      const out = await client.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          VisibilityTimeout: 120,
+          MessageAttributeNames: ["All"],
+        }),
+      );
+      if (!out.Messages?.length) {
+        empty++;
+        continue;
+      }
+      for (const m of out.Messages) {
+        bodies.push({
+          body: m.Body!,
+          attrs: Object.fromEntries(
+            Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue]),
+          ),
+        });
+      }
+    }
+    return bodies.sort((a, b) => a.body.localeCompare(b.body));
+  }
+
+  it("redrive returns DLQ messages to their source queue with nothing lost; inspect and dry runs move nothing", async () => {
+    const source = await queue("orders");
+    const dlq = await queue("orders-dlq");
+    const park = async (body: string, error: string | undefined, user: Record<string, string>) => {
+      const userAttrs = Object.fromEntries(
+        Object.entries(user).map(([k, v]) => [k, { DataType: "String", StringValue: v }]),
+      );
+      const attrs = error
+        ? packAttributes(userAttrs, {
+            "x-original-queue": source.arn,
+            "x-last-error": error,
+            "x-retry-count": "1",
+          })
+        : userAttrs;
+      await client.send(
+        new SendMessageCommand({
+          QueueUrl: dlq.url,
+          MessageBody: body,
+          MessageAttributes: toSdkAttributes(attrs),
+        }),
+      );
+    };
+    const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, `v${i}`]));
+    await park("b1", "InvalidJsonError: bad", { tenant: "t1" });
+    await park("b2", "InvalidJsonError: bad", {});
+    await park("b3", "InvalidJsonError: bad", ten); // all 10 attributes used: context is folded in
+    await park("b4", "TransientError: timeout", { tenant: "t4" });
+    await park("b5", "TransientError: timeout", {});
+    await park("b6", undefined, { tenant: "t6" }); // dead-lettered by SQS itself: no context
+
+    const summary = await inspectSqsDeadLetters(client, dlq.url);
+    expect(summary.total).toBe(6);
+    expect(Object.fromEntries(Object.entries(summary.byErrorType).map(([t, g]) => [t, g.count]))).toEqual({
+      InvalidJsonError: 3,
+      TransientError: 2,
+      unknown: 1,
+    });
+
+    const dry = await redriveSqsDeadLetters(client, dlq.url, { dryRun: true });
+    expect(dry).toMatchObject({ moved: 5, noDestination: 1, failed: 0 });
+
+    const invalid = await redriveSqsDeadLetters(client, dlq.url, {
+      filter: { errorTypes: ["InvalidJsonError"] },
+    });
+    expect(invalid).toMatchObject({
+      method: "receive-send-delete",
+      moved: 3,
+      failed: 0,
+      byDestination: { [source.url]: 3 },
+    });
+
+    const rest = await redriveSqsDeadLetters(client, dlq.url);
+    expect(rest).toMatchObject({ moved: 2, noDestination: 1 });
+    const last = await redriveSqsDeadLetters(client, dlq.url, { toQueueUrl: source.url });
+    expect(last).toMatchObject({ moved: 1 });
+
+    expect(await drain(dlq.url)).toEqual([]);
+    const arrived = await drain(source.url);
+    expect(arrived.map((a) => a.body)).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
+    expect(arrived[0]!.attrs).toEqual({ tenant: "t1" });
+    expect(arrived[2]!.attrs).toEqual(ten);
+    expect(arrived.every((a) => !("x-failure-context" in a.attrs))).toBe(true);
+  });
+});
