@@ -1,54 +1,64 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
-  ConditionalCheckFailedException,
+  type AttributeValue,
+  BatchExecuteStatementCommand,
+  type BatchStatementRequest,
+  type BatchStatementResponse,
   type DynamoDBClient,
-  TransactionCanceledException,
-  TransactWriteItemsCommand,
-  type TransactWriteItemsCommandInput,
-  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { LeaseLostError } from "../core/errors.ts";
 
-type TransactItem = NonNullable<TransactWriteItemsCommandInput["TransactItems"]>[number];
-
 interface Pending {
-  readonly item: TransactItem;
+  readonly statement: BatchStatementRequest;
   readonly describe: string;
   resolve(): void;
   reject(error: unknown): void;
 }
 
 export interface CompletionBufferOptions {
-  /** Completions per TransactWriteItems call (1..100). @default 25 */
+  /** Completions per BatchExecuteStatement call (1..25, DynamoDB's limit). @default 25 */
   readonly maxBatch?: number;
   /** The longest a completion waits for company before it is written. @default 10 ms */
   readonly maxDelayMs?: number;
+  /** Rounds for statements that failed with throttling or an internal error. @default 4 */
+  readonly maxRounds?: number;
 }
 
+/** PartiQL statement errors that mean "try this statement again". */
+const RETRYABLE = new Set([
+  "ThrottlingError",
+  "ProvisionedThroughputExceeded",
+  "RequestLimitExceeded",
+  "InternalServerError",
+  "TransactionConflict",
+]);
+
 /**
- * Groups fenced completions into TransactWriteItems calls: one request per group instead of one per
- * message, with every item still conditional on its lease token. A group is flushed when it is full
- * or `maxDelayMs` after its first entry, so a crash re-runs at most one small group, never the whole
- * batch. A transaction fails as a whole, so when one condition fails we learn from
- * CancellationReasons which items lost their lease, fail those, and write the rest again.
+ * Groups fenced completions into BatchExecuteStatement calls: up to 25 PartiQL UPDATEs per
+ * request, each with its own `WHERE leaseToken = ?` condition. Unlike TransactWriteItems, the
+ * statements succeed or fail one by one and cost one write unit each (a transaction costs two and
+ * fails whole). A group is flushed when full or `maxDelayMs` after its first entry, so a crash
+ * re-runs at most one small group, never a whole batch.
  */
 export class CompletionBuffer {
+  private readonly client: DynamoDBClient;
   private readonly maxBatch: number;
   private readonly maxDelayMs: number;
+  private readonly maxRounds: number;
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
 
-  private readonly client: DynamoDBClient;
-
   constructor(client: DynamoDBClient, options: CompletionBufferOptions = {}) {
     this.client = client;
-    this.maxBatch = Math.min(Math.max(options.maxBatch ?? 25, 1), 100);
+    this.maxBatch = Math.min(Math.max(options.maxBatch ?? 25, 1), 25);
     this.maxDelayMs = options.maxDelayMs ?? 10;
+    this.maxRounds = options.maxRounds ?? 4;
   }
 
-  add(item: TransactItem, describe: string): Promise<void> {
+  add(statement: string, parameters: AttributeValue[], describe: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ item, describe, resolve, reject });
+      this.queue.push({ statement: { Statement: statement, Parameters: parameters }, describe, resolve, reject });
       if (this.queue.length >= this.maxBatch) this.flushNow();
       else this.timer ??= setTimeout(() => this.flushNow(), this.maxDelayMs);
     });
@@ -72,41 +82,28 @@ export class CompletionBuffer {
 
   private async write(group: Pending[]): Promise<void> {
     let remaining = group;
-    // Each round removes at least one item (a lost lease) or ends; bounded by the group size.
-    while (remaining.length > 0) {
+    for (let round = 1; remaining.length > 0; round++) {
+      let responses: BatchStatementResponse[];
       try {
-        const only = remaining.length === 1 ? remaining[0]!.item.Update : undefined;
-        if (only) {
-          // A lone completion is a plain conditional UpdateItem: same request count, half the write units.
-          await this.client.send(new UpdateItemCommand(only));
-        } else {
-          await this.client.send(
-            new TransactWriteItemsCommand({ TransactItems: remaining.map((p) => p.item) }),
-          );
-        }
-        for (const p of remaining) p.resolve();
-        return;
+        ({ Responses: responses = [] } = await this.client.send(
+          new BatchExecuteStatementCommand({ Statements: remaining.map((p) => p.statement) }),
+        ));
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException && remaining.length === 1) {
-          remaining[0]!.reject(
-            new LeaseLostError(`lease lost before completion of ${remaining[0]!.describe}`),
-          );
-          return;
-        }
-        if (!(error instanceof TransactionCanceledException) || !error.CancellationReasons) {
-          for (const p of remaining) p.reject(error);
-          return;
-        }
-        const reasons = error.CancellationReasons;
-        const lost = remaining.filter((_, i) => reasons[i]?.Code === "ConditionalCheckFailed");
-        if (lost.length === 0) {
-          // Conflict or throttling on the whole transaction (the SDK already retried): give up on it.
-          for (const p of remaining) p.reject(error);
-          return;
-        }
-        for (const p of lost) p.reject(new LeaseLostError(`lease lost before completion of ${p.describe}`));
-        remaining = remaining.filter((_, i) => reasons[i]?.Code !== "ConditionalCheckFailed");
+        // The SDK already retried the request itself.
+        for (const p of remaining) p.reject(error);
+        return;
       }
+      const again: Pending[] = [];
+      remaining.forEach((p, i) => {
+        const error = responses[i]?.Error;
+        if (!error) p.resolve();
+        else if (error.Code === "ConditionalCheckFailed")
+          p.reject(new LeaseLostError(`lease lost before completion of ${p.describe}`));
+        else if (RETRYABLE.has(error.Code ?? "") && round < this.maxRounds) again.push(p);
+        else p.reject(new Error(`completion of ${p.describe} failed: ${error.Code}: ${error.Message}`));
+      });
+      remaining = again;
+      if (remaining.length > 0) await sleep(25 * 2 ** round * Math.random());
     }
   }
 }

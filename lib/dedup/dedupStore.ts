@@ -155,30 +155,18 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     },
 
     complete(lease, result) {
-      return buffer.add(
-        {
-          Update: {
-            TableName: tableName,
-            Key: keyOf(lease.key),
-            UpdateExpression: `SET #status = :completed, #exp = :exp${result !== undefined ? ", #result = :result" : ""} REMOVE #lease`,
-            ConditionExpression: "#token = :token",
-            ExpressionAttributeNames: {
-              "#status": A.status,
-              "#token": A.leaseToken,
-              "#lease": A.leaseExpiresAt,
-              "#exp": A.expiresAt,
-              ...(result !== undefined ? { "#result": A.result } : {}),
-            },
-            ExpressionAttributeValues: {
-              ":completed": s("COMPLETED"),
-              ":token": s(lease.token),
-              ":exp": n(Math.floor(now() / 1000) + windowSeconds),
-              ...(result !== undefined ? { ":result": s(result) } : {}),
-            },
-          },
-        },
-        `${scope}#${lease.key}`,
-      );
+      // PartiQL so completions can be grouped; the WHERE clause is the fence (a missing item fails too).
+      const withResult = result !== undefined;
+      const statement = `UPDATE "${tableName}" SET "${A.status}" = 'COMPLETED' SET "${A.expiresAt}" = ?${
+        withResult ? ` SET "${A.result}" = ?` : ""
+      } REMOVE "${A.leaseExpiresAt}" WHERE "${A.pk}" = ? AND "${A.leaseToken}" = ?`;
+      const parameters = [
+        n(Math.floor(now() / 1000) + windowSeconds),
+        ...(withResult ? [s(result)] : []),
+        s(dedupPk(scope, lease.key)),
+        s(lease.token),
+      ];
+      return buffer.add(statement, parameters, `${scope}#${lease.key}`);
     },
 
     async release(lease) {

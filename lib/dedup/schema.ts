@@ -22,8 +22,8 @@ export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
 export type DedupStatus = "IN_PROGRESS" | "COMPLETED";
 
 /** The IAM actions the dedup store uses, for least-privilege grants. */
-export const DEDUP_TABLE_ACTIONS = ["dynamodb:UpdateItem", "dynamodb:DeleteItem"] as const;
-// TransactWriteItems is authorised per contained action (UpdateItem), so it needs no action of its own.
+export const DEDUP_TABLE_ACTIONS = ["dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:PartiQLUpdate"] as const;
+// PartiQLUpdate: completions are grouped PartiQL UPDATEs (BatchExecuteStatement needs no action of its own).
 
 /** Defaults that the CDK construct checks against queue retention and retry ladders. */
 export const DEDUP_DEFAULTS = {

@@ -94,7 +94,7 @@ describe("dedup store", () => {
     expect((await store.claim("k")).status).toBe("claimed");
   });
 
-  it("groups completions into one transaction per group, and fails only the member whose lease was lost", async () => {
+  it("groups completions into one request per group, and fails only the member whose lease was lost", async () => {
     const counted = new DynamoDBClient({});
     const requests = countRequests(counted);
     let clock = Date.now();
@@ -121,9 +121,9 @@ describe("dedup store", () => {
     await store.flush();
     expect(results.filter((r) => r.status === "rejected")).toHaveLength(1);
     expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
-    // One cancelled transaction, then one that writes the other nine.
-    expect(requests.total - before).toBe(2);
-    expect(requests.byCommand.TransactWriteItemsCommand).toBe(2);
+    // One BatchExecuteStatement: each fenced statement succeeds or fails on its own.
+    expect(requests.total - before).toBe(1);
+    expect(requests.byCommand.BatchExecuteStatementCommand).toBe(1);
     expect((await getItem("s6", "k9"))?.status?.S).toBe("COMPLETED");
     expect((await getItem("s6", "k3"))?.status?.S).toBe("IN_PROGRESS");
   });
