@@ -36,9 +36,12 @@ export function parseDelay(delay: string | number): number {
   return ms;
 }
 
-/** The shortest exact label: 5000 → "5s", 60000 → "1m", 600000 → "10m", 1500 → "1500ms". */
+/**
+ * The shortest exact label: 5000 → "5s", 60000 → "1m", 600000 → "10m", 1500 → "1500ms". Hours are
+ * the largest unit (86400000 → "24h"), as in the CDK's topic names (infra/retryLadder.ts).
+ */
 export function formatDelay(ms: number): string {
-  for (const unit of ["d", "h", "m", "s"] as const) {
+  for (const unit of ["h", "m", "s"] as const) {
     if (ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
   }
   return `${ms}ms`;
@@ -172,4 +175,31 @@ export function dueDecision(input: {
   const budget = Math.min(input.remainingMs - input.reserveMs, input.maxWaitMs ?? Number.POSITIVE_INFINITY);
   if (waitMs <= budget) return { kind: "wait", waitMs };
   return { kind: "not-yet", dueAtMs };
+}
+
+/**
+ * The ladder from the CDK's `KAFKA_RETRY_LADDER` (`{ topic, retries: [{ topic, delayMs }],
+ * deadLetterTopic }`), the same declaration that created the topics. Throws if the declared topic
+ * names do not follow this ladder's naming, so the consumer and the topics cannot drift apart.
+ */
+export function ladderFromRuntimeConfig(config: string | unknown): RetryLadder {
+  const c = (typeof config === "string" ? JSON.parse(config) : config) as {
+    topic?: unknown;
+    retries?: unknown;
+    deadLetterTopic?: unknown;
+  };
+  if (typeof c?.topic !== "string" || !Array.isArray(c.retries) || typeof c.deadLetterTopic !== "string") {
+    throw new Error("KAFKA_RETRY_LADDER must be { topic, retries: [{ topic, delayMs }], deadLetterTopic }");
+  }
+  const retries = c.retries as { topic?: unknown; delayMs?: unknown }[];
+  const ladder = createRetryLadder({ delays: retries.map((r) => Number(r.delayMs)) });
+  retries.forEach((r, i) => {
+    const expected = retryTopicName(ladder, c.topic as string, ladder.delaysMs[i]!);
+    if (r.topic !== expected)
+      throw new Error(`KAFKA_RETRY_LADDER: retry topic ${String(r.topic)} ≠ ${expected}`);
+  });
+  const dlq = deadLetterTopicName(ladder, c.topic);
+  if (c.deadLetterTopic !== dlq)
+    throw new Error(`KAFKA_RETRY_LADDER: dead-letter topic ${c.deadLetterTopic} ≠ ${dlq}`);
+  return ladder;
 }

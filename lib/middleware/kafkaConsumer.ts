@@ -30,7 +30,11 @@ export type KafkaConsumerConfig<T> = Omit<
 export function kafkaBatchMiddleware(
   telemetry: Telemetry,
 ): MiddlewareObj<unknown, KafkaBatchResponse, Error, Context> {
-  const publish = () => telemetry.metrics.publishStoredMetrics();
+  // Returns nothing on purpose: a Middy `after` that returns a value replaces the response (and
+  // publishStoredMetrics may return the Metrics instance).
+  const publish = () => {
+    telemetry.metrics.publishStoredMetrics();
+  };
   return {
     before: (request) => {
       readKafkaEvent(request.event);

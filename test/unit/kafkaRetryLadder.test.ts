@@ -3,6 +3,7 @@ import {
   createRetryLadder,
   dueDecision,
   formatDelay,
+  ladderFromRuntimeConfig,
   ladderTopics,
   parseDelay,
   routeFailure,
@@ -77,6 +78,24 @@ describe("retry ladder", () => {
     expect(
       routeFailure({ ladder: repeat, baseTopic: "p", previousRetryCount: 1, errorKind: "transient" }),
     ).toMatchObject({ topic: "p.retry.5s", retryCount: 2 });
+  });
+
+  it("reads the CDK's KAFKA_RETRY_LADDER and refuses a ladder that drifted from its topics", () => {
+    const env = {
+      topic: "order-events",
+      retries: [
+        { topic: "order-events.retry.5s", delayMs: 5_000 },
+        { topic: "order-events.retry.1m", delayMs: 60_000 },
+        { topic: "order-events.retry.24h", delayMs: 86_400_000 },
+      ],
+      deadLetterTopic: "order-events.DLQ",
+    };
+    expect(ladderFromRuntimeConfig(JSON.stringify(env)).delaysMs).toEqual([5_000, 60_000, 86_400_000]);
+    expect(() =>
+      ladderFromRuntimeConfig({ ...env, retries: [{ topic: "order-events.retry.5sec", delayMs: 5_000 }] }),
+    ).toThrow(/≠/);
+    expect(() => ladderFromRuntimeConfig({ ...env, deadLetterTopic: "dlq" })).toThrow(/dead-letter/);
+    expect(() => ladderFromRuntimeConfig("{}")).toThrow(/KAFKA_RETRY_LADDER/);
   });
 
   it("recognises topic roles only for the ladder's own delays", () => {

@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { disconnectAllKafkaProducers } from "../../lib/kafka/producer.ts";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import { dynamodb } from "../support/clients.ts";
+import { lambdaContext, tapTopics } from "../support/kafkaHarness.ts";
+import { names } from "../support/names.ts";
+
+const name = names(import.meta.url);
+const ddb = dynamodb();
+const table = name("dedup");
+const topic = name("order-events");
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+beforeAll(async () => {
+  await createDedupTable(ddb, table);
+  Object.assign(process.env, {
+    DEDUP_TABLE_NAME: table,
+    // The CDK's declaration, with short delays for the test.
+    KAFKA_RETRY_LADDER: JSON.stringify({
+      topic,
+      retries: [{ topic: `${topic}.retry.100ms`, delayMs: 100 }],
+      deadLetterTopic: `${topic}.DLQ`,
+    }),
+    POWERTOOLS_LOG_LEVEL: "SILENT",
+    POWERTOOLS_METRICS_DISABLED: "true",
+  });
+});
+afterAll(async () => {
+  await disconnectAllKafkaProducers();
+  await deleteTable(ddb, table);
+});
+
+describe("functions/payment-consumer", () => {
+  it("charges each order once, and dead-letters declines and bad events with context", async () => {
+    const { handler, gateway } = await import("../../functions/payment-consumer/handler.ts");
+    const charge = vi.spyOn(gateway, "charge");
+    const order = (offset: number, orderId: string, amountCents: number, raw?: string) => ({
+      topic,
+      partition: 0,
+      offset,
+      timestamp: Date.now(),
+      timestampType: "CREATE_TIME",
+      key: b64(orderId),
+      value: b64(raw ?? JSON.stringify({ orderId, customerId: "c-1", amountCents, items: [] })),
+      headers: [
+        { "message-id": [...Buffer.from(`evt-${offset}`)] },
+        { "event-type": [...Buffer.from("OrderPlaced")] },
+      ],
+    });
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${topic}-0`]: [
+          order(0, "o-1", 1_500),
+          order(1, "o-2", 99_000_000), // over the stub provider's limit: declined
+          order(2, "o-3", 2_000, "{not json"),
+          order(3, "o-1", 1_500), // the same order again (a resend): charged once
+          order(4, "o-4", 700),
+        ],
+      },
+    };
+    const tap = await tapTopics([`${topic}.DLQ`], name("tap"));
+    try {
+      expect(await handler(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect(await handler(event, lambdaContext())).toEqual({ batchItemFailures: [] }); // a redelivery
+      const dead = await tap.take(`${topic}.DLQ`, 2);
+      expect(dead.map((d) => d.message.headers?.["x-last-error"]?.toString().split(":")[0]).sort()).toEqual([
+        "InvalidJsonError",
+        "PaymentDeclinedError",
+      ]);
+      expect(dead.every((d) => d.message.headers?.["x-consumer"]?.toString() === "payment-consumer")).toBe(
+        true,
+      );
+    } finally {
+      await tap.stop();
+    }
+    const charged = charge.mock.calls.map(([c]) => c.orderId);
+    // o-1 and o-4 charged once each despite the resend and the redelivery. o-2 was declined on each
+    // delivery: a failure frees its dedup key, so a replay after a fix can still process it.
+    expect(charged.sort()).toEqual(["o-1", "o-2", "o-2", "o-4"]);
+    expect(charge.mock.calls.find(([c]) => c.orderId === "o-1")![0].idempotencyKey).toBe("payment:o-1");
+  });
+});
