@@ -2,11 +2,13 @@
  * The environment variables the library and the reference functions read. The CDK constructs set
  * them; the code reads them. One list, so a rename breaks the typecheck instead of a deployment.
  */
+import { OUTBOX_ENV } from "../lib/outbox/schema.ts";
+
 export const LAMBDA_ENV = {
   dedupTableName: "DEDUP_TABLE_NAME",
   /** How long a dedup key is remembered (seconds): the TTL the dedup store writes. */
   dedupWindowSeconds: "DEDUP_WINDOW_SECONDS",
-  appTableName: "APP_TABLE_NAME",
+  appTableName: OUTBOX_ENV.tableName,
   ordersQueueUrl: "ORDERS_QUEUE_URL",
   ordersDlqUrl: "ORDERS_DLQ_URL",
   reportQueueUrl: "REPORT_QUEUE_URL",
@@ -20,6 +22,12 @@ export const LAMBDA_ENV = {
   mskIamAuth: "MSK_IAM_AUTH",
   powertoolsServiceName: "POWERTOOLS_SERVICE_NAME",
   powertoolsMetricsNamespace: "POWERTOOLS_METRICS_NAMESPACE",
+  /** Outbox relay and sweeper: parking queue, routes, sweeper tuning (names owned by lib/outbox/schema.ts). */
+  outboxParkingQueueUrl: OUTBOX_ENV.parkingQueueUrl,
+  outboxRoutes: OUTBOX_ENV.routes,
+  outboxSweeperMinAgeMs: OUTBOX_ENV.sweeperMinAgeMs,
+  outboxSweeperMaxEvents: OUTBOX_ENV.sweeperMaxEvents,
+  outboxPendingShards: OUTBOX_ENV.pendingShards,
 } as const;
 
 export type LambdaEnvName = (typeof LAMBDA_ENV)[keyof typeof LAMBDA_ENV];

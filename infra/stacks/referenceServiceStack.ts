@@ -5,7 +5,6 @@ import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { OUTBOX_ENV } from "../../lib/outbox/schema.ts";
 import type { InfraContext } from "../config.ts";
 import { ConsumerFunction } from "../constructs/consumerFunction.ts";
 import { ConsumerMonitoring } from "../constructs/consumerMonitoring.ts";
@@ -161,7 +160,9 @@ export class ReferenceServiceStack extends Stack {
       queueUrlEnv: LAMBDA_ENV.reportQueueUrl,
     });
     this.dedup.grantDedup(reportWorker.function);
+    this.app.grantUnitOfWork(reportWorker.function); // it stores the finished report in the app table
     reportWorker
+      .addEnvironment(LAMBDA_ENV.appTableName, this.app.tableName)
       .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
       .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
       .useDedupWindow(this.dedup);
@@ -175,7 +176,7 @@ export class ReferenceServiceStack extends Stack {
     sweeper.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
     for (const f of [relay, sweeper]) {
       this.parking.grantSendMessages(f.function);
-      f.addEnvironment(OUTBOX_ENV.parkingQueueUrl, this.parking.queueUrl);
+      f.addEnvironment(LAMBDA_ENV.outboxParkingQueueUrl, this.parking.queueUrl);
     }
 
     // order-events → payment-consumer with its retry ladder.

@@ -243,6 +243,11 @@ describe("consumer functions", () => {
     expect(env[LAMBDA_ENV.ordersDlqUrl]).toEqual(env[LAMBDA_ENV.dlqUrl]);
     expect(report.Properties.Environment.Variables[LAMBDA_ENV.reportQueueUrl]).toBeDefined();
     expect(report.Properties.Timeout).toBe(300);
+    expect(report.Properties.Environment.Variables[LAMBDA_ENV.appTableName]).toBeDefined();
+    for (const [, fn] of [functionNamed("outbox-relay"), functionNamed("outbox-sweeper")]) {
+      expect(fn.Properties.Environment.Variables[LAMBDA_ENV.outboxParkingQueueUrl]).toBeDefined();
+      expect(fn.Properties.Environment.Variables[LAMBDA_ENV.kafkaBrokers]).toMatch(/:9098/);
+    }
   });
 
   it("let SQS consumers park permanent failures in their DLQ", () => {

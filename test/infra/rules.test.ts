@@ -20,6 +20,8 @@ import {
   requiredVisibilityTimeoutSeconds,
   sqsRetryPathSeconds,
 } from "../../infra/rules.ts";
+import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
+import { ladderFromRuntimeConfig } from "../../lib/kafka/retryLadder.ts";
 
 const DAY = 86_400;
 
@@ -146,6 +148,13 @@ describe("retry ladder declaration", () => {
       deadLetterTopic: "order-events.DLQ",
     });
     expect(ladderRetryPathSeconds(ladder)).toBe(14 * DAY + 665);
+  });
+
+  it("is accepted by the library's ladder parser (lib/kafka/retryLadder.ts), names and delays alike", () => {
+    for (const decl of [ORDER_EVENTS_LADDER, { ...ladder, retryDelaysSeconds: [5, 90, 3600, 7200] }]) {
+      const parsed = ladderFromRuntimeConfig(JSON.stringify(ladderRuntimeConfig(decl)));
+      expect(parsed.delaysMs).toEqual(decl.retryDelaysSeconds.map((s) => s * 1000));
+    }
   });
 
   it("rejects delays that do not grow and bad names", () => {
