@@ -8,8 +8,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { decideRejectedClaim, type ExistingDedupRecord } from "../core/dedupDecision.ts";
 import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
-import { CompletionBuffer, type CompletionBufferOptions } from "./completionBuffer.ts";
 import { DEDUP_ATTR as A, DEDUP_DEFAULTS, type DedupStatus, dedupPk } from "./schema.ts";
+import { type BatchingOptions, StatementBatcher } from "./statementBatcher.ts";
 
 export interface DedupStoreOptions {
   readonly tableName: string;
@@ -21,8 +21,14 @@ export interface DedupStoreOptions {
   readonly leaseMs?: number;
   /** How long a key is remembered (the TTL). Must exceed the longest retry path. @default 15 days */
   readonly windowSeconds?: number;
-  /** Completion grouping; `{ maxBatch: 1 }` writes each completion on its own. */
-  readonly completion?: CompletionBufferOptions;
+  /**
+   * Claim coalescing: new keys are claimed with PartiQL INSERTs, up to 25 per request; a key that
+   * exists falls back to the conditional UpdateItem. `{ maxBatch: 1 }` claims each key with its
+   * own UpdateItem. @default { maxBatch: 25, maxDelayMs: 2 }
+   */
+  readonly claims?: BatchingOptions;
+  /** Completion grouping (fenced PartiQL UPDATEs, up to 25 per request). @default { maxBatch: 25, maxDelayMs: 10 } */
+  readonly completion?: BatchingOptions;
   /** Injectable clock for tests. */
   readonly now?: () => number;
 }
@@ -76,7 +82,9 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
   const windowSeconds = options.windowSeconds ?? DEDUP_DEFAULTS.windowSeconds;
   const now = options.now ?? Date.now;
   const { tableName, scope } = options;
-  const buffer = new CompletionBuffer(client, options.completion);
+  const completions = new StatementBatcher(client, options.completion ?? {}, 10);
+  const claimBatchSize = options.claims?.maxBatch ?? 25;
+  const claims = new StatementBatcher(client, options.claims ?? {}, 2);
   const keyOf = (key: string) => ({ [A.pk]: s(dedupPk(scope, key)) });
   const names = {
     "#status": A.status,
@@ -141,11 +149,39 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     }
   }
 
+  /** The common case, a key never seen: a PartiQL INSERT coalesced with other claims. */
+  async function insertClaim(
+    key: string,
+    payloadHash: string | undefined,
+  ): Promise<ClaimResult | "fallback"> {
+    const t = now();
+    const token = randomUUID();
+    const expiresAtMs = t + leaseMs;
+    const hashField = payloadHash ? `, '${A.payloadHash}': ?` : "";
+    const r = await claims.execute(
+      `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}}`,
+      [
+        s(dedupPk(scope, key)),
+        s(token),
+        n(expiresAtMs),
+        n(Math.floor(t / 1000) + windowSeconds),
+        ...(payloadHash ? [s(payloadHash)] : []),
+      ],
+    );
+    if (r.ok) return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1 } };
+    // DuplicateItem (INSERT returns no old image) or anything else: the conditional update decides.
+    return "fallback";
+  }
+
   return {
     scope,
     tableName,
 
     async claim(key, claimOptions = {}) {
+      if (claimBatchSize > 1) {
+        const inserted = await insertClaim(key, claimOptions.payloadHash);
+        if (inserted !== "fallback") return inserted;
+      }
       // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
       const first = await claimOnce(key, claimOptions.payloadHash);
       if (first !== "retry") return first;
@@ -166,7 +202,13 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
         s(dedupPk(scope, lease.key)),
         s(lease.token),
       ];
-      return buffer.add(statement, parameters, `${scope}#${lease.key}`);
+      return completions.execute(statement, parameters).then((r) => {
+        if (r.ok) return;
+        if (r.code === "ConditionalCheckFailed") {
+          throw new LeaseLostError(`lease on '${lease.key}' in scope '${scope}' was lost before completion`);
+        }
+        throw new Error(`completion of '${lease.key}' in scope '${scope}' failed: ${r.code}: ${r.message}`);
+      });
     },
 
     async release(lease) {
@@ -216,6 +258,6 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
       return { ...lease, expiresAtMs };
     },
 
-    flush: () => buffer.flush(),
+    flush: () => completions.flush(),
   };
 }

@@ -22,8 +22,14 @@ export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
 export type DedupStatus = "IN_PROGRESS" | "COMPLETED";
 
 /** The IAM actions the dedup store uses, for least-privilege grants. */
-export const DEDUP_TABLE_ACTIONS = ["dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:PartiQLUpdate"] as const;
-// PartiQLUpdate: completions are grouped PartiQL UPDATEs (BatchExecuteStatement needs no action of its own).
+export const DEDUP_TABLE_ACTIONS = [
+  "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:PartiQLInsert",
+  "dynamodb:PartiQLUpdate",
+] as const;
+// Claims and completions are coalesced PartiQL INSERTs/UPDATEs; BatchExecuteStatement itself is
+// authorised per statement, so it needs no action of its own.
 
 /** Defaults that the CDK construct checks against queue retention and retry ladders. */
 export const DEDUP_DEFAULTS = {

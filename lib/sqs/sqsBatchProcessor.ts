@@ -256,14 +256,12 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       } catch (error) {
         hb?.untrack(record.messageId);
         if (dedup && lease) {
-          await dedup
-            .release(lease)
-            .catch((releaseError) =>
-              telemetry.logger.warn("could not release the lease", {
-                messageId: record.messageId,
-                error: releaseError,
-              }),
-            );
+          await dedup.release(lease).catch((releaseError) =>
+            telemetry.logger.warn("could not release the lease", {
+              messageId: record.messageId,
+              error: releaseError,
+            }),
+          );
         }
         return fail(record, error);
       }

@@ -5,7 +5,11 @@ import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 
 export interface HeartbeatOptions {
-  /** Extend a record once it has been in flight this long. @default half the queue's visibility timeout */
+  /**
+   * Extend in-flight records once this long has passed since the batch was received (the message
+   * has been invisible since then, not since the record started). @default a third of the queue's
+   * visibility timeout
+   */
   readonly afterMs?: number;
   /** Each beat hides the record for this long from now. @default the queue's visibility timeout */
   readonly extendSeconds?: number;
@@ -16,7 +20,6 @@ export interface HeartbeatOptions {
 interface Tracked {
   readonly id: string;
   readonly receiptHandle: string;
-  readonly startedAt: number;
   lease: Lease | undefined;
   readonly onLeaseLost: () => void;
 }
@@ -50,13 +53,13 @@ export class VisibilityHeartbeat {
   ) {
     this.deps = deps;
     this.extendSeconds = options.extendSeconds ?? Math.max(queueVisibilitySeconds, 1);
-    this.afterMs = options.afterMs ?? Math.max(500, (queueVisibilitySeconds * 1000) / 2);
+    this.afterMs = options.afterMs ?? Math.max(300, (queueVisibilitySeconds * 1000) / 3);
     this.marginSeconds = options.marginSeconds ?? 10;
   }
 
   /** Watches a record from now until `untrack`. */
   track(id: string, receiptHandle: string, lease: Lease | undefined, onLeaseLost: () => void): void {
-    this.tracked.set(id, { id, receiptHandle, startedAt: Date.now(), lease, onLeaseLost });
+    this.tracked.set(id, { id, receiptHandle, lease, onLeaseLost });
     this.timer ??= setInterval(() => void this.beat(), Math.max(250, Math.floor(this.afterMs / 2)));
   }
 
@@ -82,7 +85,7 @@ export class VisibilityHeartbeat {
     this.beating = true;
     try {
       const now = Date.now();
-      const due = [...this.tracked.values()].filter((t) => now - t.startedAt >= this.afterMs);
+      const due = now - this.deps.receivedAtMs >= this.afterMs ? [...this.tracked.values()] : [];
       const seconds = this.horizonSeconds(now);
       if (due.length === 0 || seconds <= 0) return;
       const { sqs, queueUrl, dedup, telemetry } = this.deps;

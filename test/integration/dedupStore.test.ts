@@ -117,14 +117,36 @@ describe("dedup store", () => {
     const thief = await store.claim("k3");
     expect(thief.status).toBe("claimed");
     const before = requests.total;
+    const batchesBefore = requests.byCommand.BatchExecuteStatementCommand ?? 0;
     const results = await Promise.allSettled(leases.map((l) => store.complete(l)));
     await store.flush();
     expect(results.filter((r) => r.status === "rejected")).toHaveLength(1);
     expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
     // One BatchExecuteStatement: each fenced statement succeeds or fails on its own.
     expect(requests.total - before).toBe(1);
-    expect(requests.byCommand.BatchExecuteStatementCommand).toBe(1);
+    expect(requests.byCommand.BatchExecuteStatementCommand! - batchesBefore).toBe(1);
     expect((await getItem("s6", "k9"))?.status?.S).toBe("COMPLETED");
     expect((await getItem("s6", "k3"))?.status?.S).toBe("IN_PROGRESS");
+  });
+
+  it("coalesces concurrent claims of new keys into one request; a known key falls back to the conditional update", async () => {
+    const counted = new DynamoDBClient({});
+    const requests = countRequests(counted);
+    const store = createDedupStore({ tableName: table, scope: "s7", client: counted });
+    const seed = await store.claim("known");
+    if (seed.status !== "claimed") throw new Error("expected claim");
+    await store.complete(seed.lease);
+    await store.flush();
+    const before = { ...requests.byCommand };
+    const results = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => store.claim(`new-${i}`)).concat(store.claim("known")),
+    );
+    expect(results.slice(0, 24).every((r) => r.status === "claimed")).toBe(true);
+    expect(results[24]).toEqual({ status: "duplicate", result: undefined });
+    // 25 claims: one BatchExecuteStatement, plus one UpdateItem for the key that already existed.
+    expect(
+      requests.byCommand.BatchExecuteStatementCommand! - (before.BatchExecuteStatementCommand ?? 0),
+    ).toBe(1);
+    expect(requests.byCommand.UpdateItemCommand! - (before.UpdateItemCommand ?? 0)).toBe(1);
   });
 });

@@ -1,0 +1,134 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  type AttributeValue,
+  BatchExecuteStatementCommand,
+  type BatchStatementRequest,
+  type BatchStatementResponse,
+  type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
+
+export interface BatchingOptions {
+  /** Statements per BatchExecuteStatement call (1..25, DynamoDB's limit). @default 25 */
+  readonly maxBatch?: number;
+  /** The longest a statement waits for company before it is sent. */
+  readonly maxDelayMs?: number;
+  /** Rounds for statements that failed with throttling or an internal error. @default 4 */
+  readonly maxRounds?: number;
+}
+
+/** One statement's fate: DynamoDB answers each statement of a batch on its own. */
+export type StatementResult =
+  | { readonly ok: true }
+  | {
+      readonly ok: false;
+      readonly code: string;
+      readonly message: string;
+      readonly item?: Record<string, AttributeValue>;
+    };
+
+interface Pending {
+  readonly request: BatchStatementRequest;
+  resolve(result: StatementResult): void;
+  reject(error: unknown): void;
+}
+
+/** Statement errors that mean "send this statement again". */
+const RETRYABLE = new Set([
+  "ThrottlingError",
+  "ProvisionedThroughputExceeded",
+  "RequestLimitExceeded",
+  "InternalServerError",
+  "TransactionConflict",
+]);
+
+/**
+ * Coalesces single-item PartiQL statements issued at about the same time into
+ * BatchExecuteStatement calls of up to 25. Each statement keeps its own condition and its own
+ * result, and costs what it would cost alone (unlike TransactWriteItems: double the write units,
+ * and one failed condition cancels everything). A group goes out when full or `maxDelayMs` after
+ * its first statement, so no caller waits long and a crash loses at most one small group.
+ */
+export class StatementBatcher {
+  private readonly client: DynamoDBClient;
+  private readonly maxBatch: number;
+  private readonly maxDelayMs: number;
+  private readonly maxRounds: number;
+  private queue: Pending[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(client: DynamoDBClient, options: BatchingOptions, defaultDelayMs: number) {
+    this.client = client;
+    this.maxBatch = Math.min(Math.max(options.maxBatch ?? 25, 1), 25);
+    this.maxDelayMs = options.maxDelayMs ?? defaultDelayMs;
+    this.maxRounds = options.maxRounds ?? 4;
+  }
+
+  /** Resolves with the statement's own result; rejects only when the whole request failed. */
+  execute(
+    statement: string,
+    parameters: AttributeValue[],
+    returnOldOnConditionFailure = false,
+  ): Promise<StatementResult> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        request: {
+          Statement: statement,
+          Parameters: parameters,
+          ...(returnOldOnConditionFailure ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" } : {}),
+        },
+        resolve,
+        reject,
+      });
+      if (this.queue.length >= this.maxBatch) this.flushNow();
+      else this.timer ??= setTimeout(() => this.flushNow(), this.maxDelayMs);
+    });
+  }
+
+  /** Sends everything queued and waits for every request in flight. */
+  async flush(): Promise<void> {
+    this.flushNow();
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private flushNow(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.queue.length > 0) {
+      const group = this.queue.splice(0, this.maxBatch);
+      const write = this.send(group).finally(() => this.inFlight.delete(write));
+      this.inFlight.add(write);
+    }
+  }
+
+  private async send(group: Pending[]): Promise<void> {
+    let remaining = group;
+    for (let round = 1; remaining.length > 0; round++) {
+      let responses: BatchStatementResponse[];
+      try {
+        ({ Responses: responses = [] } = await this.client.send(
+          new BatchExecuteStatementCommand({ Statements: remaining.map((p) => p.request) }),
+        ));
+      } catch (error) {
+        // The SDK has already retried the request as a whole.
+        for (const p of remaining) p.reject(error);
+        return;
+      }
+      const again: Pending[] = [];
+      remaining.forEach((p, i) => {
+        const error = responses[i]?.Error;
+        if (!error) return p.resolve({ ok: true });
+        const code = error.Code ?? "Unknown";
+        if (RETRYABLE.has(code) && round < this.maxRounds) return again.push(p);
+        p.resolve({
+          ok: false,
+          code,
+          message: error.Message ?? "",
+          ...(error.Item ? { item: error.Item } : {}),
+        });
+      });
+      remaining = again;
+      if (remaining.length > 0) await sleep(25 * 2 ** round * Math.random());
+    }
+  }
+}
