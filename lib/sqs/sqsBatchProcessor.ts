@@ -34,7 +34,10 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
    * Pass a DedupStore to share one, or `false` for handlers that are idempotent by nature.
    */
   readonly idempotency?: IdempotencyOptions | DedupStore | false;
-  /** Records in flight at once (FIFO groups still run in order). @default 10 */
+  /**
+   * Records in flight at once (FIFO groups still run in order). The SDK keeps 50 sockets per
+   * client, so more only queues. @default 50
+   */
   readonly concurrency?: number;
   /** Stop starting records when less Lambda time than this remains. @default 5000 ms */
   readonly timeMarginMs?: number;
@@ -304,7 +307,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           },
         })),
         {
-          concurrency: options.concurrency ?? 10,
+          concurrency: options.concurrency ?? 50,
           canStart: () => context.getRemainingTimeInMillis() > margin,
         },
       );

@@ -1,0 +1,41 @@
+/**
+ * `npm run bench`: starts its own emulators, warms DynamoDB Local up, runs every benchmark side by
+ * side with its peer, and prints `BENCH {json}` as the last line.
+ */
+import { existsSync } from "node:fs";
+import { startEmulators } from "../lib/local/emulators.ts";
+import { runSqsBench, warmUp } from "./sqsIdempotency.ts";
+
+const emulators = await startEmulators();
+process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
+process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
+process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";
+try {
+  console.error("warming DynamoDB Local up (20,000 requests)...");
+  await warmUp();
+  const results: Record<string, unknown> = {};
+  results.sqs = await runSqsBench();
+  // Benchmarks of the other capabilities, where present.
+  const optional: [string, string, string][] = [
+    ["kafka", "./kafka.ts", "runKafkaBench"],
+    ["outbox", "./outbox.ts", "runOutboxBench"],
+  ];
+  for (const [key, file, fn] of optional) {
+    if (!existsSync(new URL(file, import.meta.url))) continue;
+    const mod = (await import(file)) as Record<string, () => Promise<unknown>>;
+    results[key] = await mod[fn]!();
+  }
+  const sqs = results.sqs as Awaited<ReturnType<typeof runSqsBench>>;
+  const summary = {
+    ours: { msgsPerSec: sqs.ours.msgsPerSec, ddbRequestsPerNewMessage: sqs.ours.ddbRequestsPerNewMessage },
+    powertools: {
+      msgsPerSec: sqs.powertools.msgsPerSec,
+      ddbRequestsPerNewMessage: sqs.powertools.ddbRequestsPerNewMessage,
+    },
+    ratio: sqs.ratio,
+    ...results,
+  };
+  console.log(`BENCH ${JSON.stringify(summary)}`);
+} finally {
+  await emulators.stop();
+}

@@ -1,0 +1,196 @@
+/**
+ * Outbox benchmark: the unit of work (inbox marker + order item + outbox event in one transaction)
+ * and the relay, fed real DynamoDB Streams batches of 100, publishing to SQS (standard and FIFO)
+ * and to Kafka. Reports events per second and API calls per event. The floor for SQS is 0.1
+ * SendMessageBatch calls per event (10 messages a call); clearing the pending markers adds 0.04
+ * BatchWriteItem calls per event (25 items a call).
+ *
+ * `runOutboxBench()` expects the emulators' AWS_* / KAFKA_BROKERS variables in process.env
+ * (bench/index.ts starts them). Standalone: `npx tsx bench/outbox.ts`.
+ */
+import { randomBytes } from "node:crypto";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
+import type { DynamoDBStreamEvent } from "aws-lambda";
+import { disconnectAllKafkaProducers, getKafkaProducer } from "../lib/kafka/producer.ts";
+import { createAppTable } from "../lib/local/appTable.ts";
+import { deleteTable } from "../lib/local/resources.ts";
+import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
+import { createOutboxRelay } from "../lib/outbox/relay.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../lib/outbox/schema.ts";
+import { createStreamPoller } from "../lib/outbox/streamPoller.ts";
+import { createInboxOutbox } from "../lib/outbox/unitOfWork.ts";
+import { createSqsClient } from "../lib/sqs/sqsClient.ts";
+import { countDynamoDb } from "./ddbCounter.ts";
+
+const EVENTS = Number(process.env.OUTBOX_BENCH_EVENTS ?? 2000);
+const AGGREGATES = 400;
+const WRITE_CONCURRENCY = 16;
+
+type Kind = "sqs" | "sqsFifo" | "kafka";
+
+interface ScenarioResult {
+  events: number;
+  batches: number;
+  eventsPerSec: number;
+  apiCallsPerEvent: { total: number; sqsSendMessageBatch: number; kafkaSend: number; dynamodb: number };
+  unitOfWork: { messagesPerSec: number; ddbRequestsPerMessage: number; actionsPerTransaction: number };
+}
+
+async function scenario(kind: Kind, run: string): Promise<ScenarioResult> {
+  const writerClient = new DynamoDBClient({});
+  const relayClient = new DynamoDBClient({});
+  const sqs = createSqsClient();
+  const table = `bench-outbox-${kind}-${run}`;
+  const streamArn = await createAppTable(writerClient, table);
+  let queueUrl: string | undefined;
+  let destination: string;
+  if (kind === "kafka") {
+    destination = `kafka:bench-outbox-${run}`;
+    await getKafkaProducer().send(`bench-outbox-${run}`, [{ key: "warm", value: "warm" }]); // topic + connection
+  } else {
+    const fifo = kind === "sqsFifo";
+    queueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: `bench-outbox-${run}${fifo ? ".fifo" : ""}`,
+          Attributes: fifo ? { FifoQueue: "true" } : {},
+        }),
+      )
+    ).QueueUrl!;
+    destination = `sqs:${queueUrl}`;
+  }
+  try {
+    // 1. The unit of work: one transaction per message (marker + order + event).
+    const writes = countDynamoDb(writerClient);
+    const uow = createInboxOutbox({
+      tableName: table,
+      scope: "bench",
+      client: writerClient,
+      defaultDestination: destination,
+    });
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: WRITE_CONCURRENCY }, async () => {
+        while (next < EVENTS) {
+          const i = next++;
+          const orderId = `o-${i}`;
+          const body = { orderId, customerId: `c-${i % 97}`, amountCents: 1000 + i };
+          await uow.run(
+            {
+              id: orderId,
+              idSource: "business",
+              key: undefined,
+              body,
+              raw: JSON.stringify(body),
+              headers: {},
+              attempt: 1,
+              source: {
+                kind: "sqs",
+                queueArn: "arn:aws:sqs:us-east-1:000000000000:orders",
+                messageId: `m-${i}`,
+              },
+            },
+            (tx) => {
+              tx.put({ Item: { pk: `ORDER#${orderId}`, sk: "ORDER", ...body } });
+              tx.publish({
+                aggregateType: "customer",
+                aggregateId: `c-${i % AGGREGATES}`,
+                eventType: "OrderPlaced",
+                payload: body,
+              });
+            },
+          );
+        }
+      }),
+    );
+    const writeMs = performance.now() - t0;
+
+    // 2. Collect the stream as Lambda would deliver it (batches of 100, filtered), not timed.
+    const batches: DynamoDBStreamEvent[] = [];
+    await createStreamPoller({
+      client: new DynamoDBStreamsClient({}),
+      streamArn,
+      batchSize: 100,
+      filterPattern: OUTBOX_STREAM_FILTER_PATTERN,
+      handler: async (event) => {
+        batches.push(event);
+        return { batchItemFailures: [] };
+      },
+    }).drain();
+    const delivered = batches.reduce((n, b) => n + b.Records.length, 0);
+    if (delivered !== EVENTS) throw new Error(`stream delivered ${delivered} of ${EVENTS} events`);
+
+    // 3. The relay, one batch after another (one shard, as Lambda runs it), timed.
+    const relaySqs = createSqsClient();
+    let sqsCalls = 0;
+    relaySqs.middlewareStack.add(
+      (nextHandler, context) => async (args) => {
+        if (context.commandName === "SendMessageBatchCommand") sqsCalls++;
+        return nextHandler(args);
+      },
+      { step: "initialize", name: "benchCountSqs" },
+    );
+    const relayDdb = countDynamoDb(relayClient);
+    const publisher = createOutboxPublisher({ sqs: relaySqs });
+    const relay = createOutboxRelay({ tableName: table, client: relayClient, publisher });
+    const t1 = performance.now();
+    for (const batch of batches) {
+      const response = await relay.handler(batch);
+      if (response.batchItemFailures.length > 0) throw new Error(`relay failed a batch (${kind})`);
+    }
+    const relayMs = performance.now() - t1;
+    const calls = {
+      sqsSendMessageBatch: sqsCalls / EVENTS,
+      kafkaSend: publisher.calls.kafkaSend / EVENTS,
+      dynamodb: relayDdb.requests / EVENTS,
+    };
+    const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+    return {
+      events: EVENTS,
+      batches: batches.length,
+      eventsPerSec: Math.round(EVENTS / (relayMs / 1000)),
+      apiCallsPerEvent: {
+        total: round(calls.sqsSendMessageBatch + calls.kafkaSend + calls.dynamodb),
+        sqsSendMessageBatch: round(calls.sqsSendMessageBatch),
+        kafkaSend: round(calls.kafkaSend),
+        dynamodb: round(calls.dynamodb),
+      },
+      unitOfWork: {
+        messagesPerSec: Math.round(EVENTS / (writeMs / 1000)),
+        ddbRequestsPerMessage: round(writes.requests / EVENTS),
+        actionsPerTransaction: 3,
+      },
+    };
+  } finally {
+    await deleteTable(writerClient, table);
+    if (queueUrl) await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
+  }
+}
+
+export async function runOutboxBench(): Promise<Record<string, unknown>> {
+  const run = randomBytes(3).toString("hex");
+  try {
+    return {
+      workload: `${EVENTS} events (unit of work: marker + order + event per message, ${WRITE_CONCURRENCY} in flight), relayed from DynamoDB Streams batches of 100 over ${AGGREGATES} aggregates`,
+      sqs: await scenario("sqs", run),
+      sqsFifo: await scenario("sqsFifo", run),
+      kafka: await scenario("kafka", run),
+    };
+  } finally {
+    await disconnectAllKafkaProducers();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { startEmulators } = await import("../lib/local/emulators.ts");
+  const emulators = await startEmulators();
+  process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
+  try {
+    console.log(JSON.stringify(await runOutboxBench(), null, 2));
+  } finally {
+    await emulators.stop();
+  }
+}
