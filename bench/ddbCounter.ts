@@ -15,7 +15,9 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
       const name = (context.commandName ?? "unknown").replace(/Command$/, "");
       count.requests++;
       count.byCommand[name] = (count.byCommand[name] ?? 0) + 1;
-      const input = (args as { input?: { TransactItems?: unknown[]; RequestItems?: Record<string, unknown[]> } }).input;
+      const input = (
+        args as { input?: { TransactItems?: unknown[]; RequestItems?: Record<string, unknown[]> } }
+      ).input;
       if (name === "TransactWriteItems") count.writeUnits += 2 * (input?.TransactItems?.length ?? 0);
       else if (name === "BatchWriteItem")
         count.writeUnits += Object.values(input?.RequestItems ?? {}).reduce((a, l) => a + l.length, 0);

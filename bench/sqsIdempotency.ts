@@ -40,7 +40,11 @@ function mulberry32(seed: number) {
 }
 
 /** Batches where `duplicateRate` of the records repeat a recent key (some in the same batch, some across). */
-export function workload(o: SqsBenchOptions, queueArn: string, tag: string): { events: SQSEvent[]; unique: number } {
+export function workload(
+  o: SqsBenchOptions,
+  queueArn: string,
+  tag: string,
+): { events: SQSEvent[]; unique: number } {
   const random = mulberry32(42);
   const keys: string[] = [];
   const events: SQSEvent[] = [];
@@ -91,7 +95,10 @@ export interface SideResult {
   byCommand: Record<string, number>;
 }
 
-type Handler = (event: SQSEvent, context: ReturnType<typeof lambdaContext>) => Promise<{ batchItemFailures: unknown[] }>;
+type Handler = (
+  event: SQSEvent,
+  context: ReturnType<typeof lambdaContext>,
+) => Promise<{ batchItemFailures: unknown[] }>;
 
 async function runSide(
   make: (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) => Handler,
@@ -155,13 +162,15 @@ export async function warmUp(requests = 20_000): Promise<void> {
     Array.from({ length: 40 }, async () => {
       while (next < requests) {
         const i = next++;
-        await client.send(
-          new PutItemCommand({
-            TableName: "bench-warmup",
-            Item: { pk: { S: `w${i % 5000}` }, v: { N: String(i) } },
-            ConditionExpression: i % 2 ? "attribute_not_exists(pk)" : undefined,
-          }),
-        ).catch(() => undefined);
+        await client
+          .send(
+            new PutItemCommand({
+              TableName: "bench-warmup",
+              Item: { pk: { S: `w${i % 5000}` }, v: { N: String(i) } },
+              ConditionExpression: i % 2 ? "attribute_not_exists(pk)" : undefined,
+            }),
+          )
+          .catch(() => undefined);
       }
     }),
   );

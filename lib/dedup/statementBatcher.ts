@@ -115,18 +115,22 @@ export class StatementBatcher {
         return;
       }
       const again: Pending[] = [];
-      remaining.forEach((p, i) => {
+      for (const [i, p] of remaining.entries()) {
         const error = responses[i]?.Error;
-        if (!error) return p.resolve({ ok: true });
+        if (!error) {
+          p.resolve({ ok: true });
+          continue;
+        }
         const code = error.Code ?? "Unknown";
-        if (RETRYABLE.has(code) && round < this.maxRounds) return again.push(p);
-        p.resolve({
-          ok: false,
-          code,
-          message: error.Message ?? "",
-          ...(error.Item ? { item: error.Item } : {}),
-        });
-      });
+        if (RETRYABLE.has(code) && round < this.maxRounds) again.push(p);
+        else
+          p.resolve({
+            ok: false,
+            code,
+            message: error.Message ?? "",
+            ...(error.Item ? { item: error.Item } : {}),
+          });
+      }
       remaining = again;
       if (remaining.length > 0) await sleep(25 * 2 ** round * Math.random());
     }

@@ -98,9 +98,11 @@ export async function invokeFromQueue(
   }
   if (messages.length === 0) return { received: 0, deleted: 0, failed: [] };
   const event: SQSEvent = { Records: messages.map((m) => toLambdaRecord(m, options.queueArn)) };
-  let response: SQSBatchResponse | undefined | void;
+  let response: SQSBatchResponse | undefined;
   try {
-    response = await handler(event, lambdaContext(options.functionName, options.timeoutMs ?? 30_000));
+    response = (await handler(event, lambdaContext(options.functionName, options.timeoutMs ?? 30_000))) as
+      | SQSBatchResponse
+      | undefined;
   } catch (error) {
     return { received: messages.length, deleted: 0, failed: messages.map((m) => m.MessageId!), error };
   }
