@@ -7,10 +7,8 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { lambdaContext } from "./lambdaContext.ts";
 
-export type SqsLambdaHandler = (
-  event: SQSEvent,
-  context: Context,
-) => Promise<SQSBatchResponse | undefined | void>;
+/** Any SQS handler; a response that is not `{ batchItemFailures }` counts as "all succeeded". */
+export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<unknown>;
 
 export interface SqsTriggerOptions {
   readonly queueUrl: string;
