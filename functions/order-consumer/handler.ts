@@ -22,13 +22,15 @@ const ddb = new DynamoDBClient({});
  * before the commit leaves nothing behind. The dedup key is the business key (orderId), so the SQS
  * consumer's own dedup store is off: the inbox marker is the dedup record.
  *
- * Environment: APP_TABLE_NAME (the app table), ORDER_EVENTS_DESTINATION (@default kafka:order-events),
+ * Environment: APP_TABLE_NAME (the app table), ORDER_EVENTS_DESTINATION (@default kafka:$KAFKA_TOPIC, else
+ * kafka:order-events),
  * INBOX_SCOPE (@default order-consumer), DLQ_URL (optional; else the queue's redrive target).
  */
 export const inbox = createInboxOutbox({
   tableName: process.env.APP_TABLE_NAME ?? "app",
   scope: process.env.INBOX_SCOPE ?? "order-consumer",
-  defaultDestination: process.env.ORDER_EVENTS_DESTINATION ?? "kafka:order-events",
+  defaultDestination:
+    process.env.ORDER_EVENTS_DESTINATION ?? `kafka:${process.env.KAFKA_TOPIC ?? "order-events"}`,
   client: ddb,
   telemetry,
 });
