@@ -151,6 +151,8 @@ export class ReferenceServiceStack extends Stack {
       dlqUrlEnv: LAMBDA_ENV.ordersDlqUrl,
     });
     this.app.addWriter(orderConsumer);
+    // Its outbox events are addressed to the ladder's main topic (`kafka:<topic>`).
+    orderConsumer.addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
 
     // reports → report-worker: one long job at a time, heartbeat extends visibility and the dedup lease.
     const reportWorker = fn("report-worker", { timeout: reportWorkerTimeout, memorySize: 1024 });

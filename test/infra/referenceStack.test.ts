@@ -201,6 +201,8 @@ describe("app/outbox table, relay and sweeper", () => {
     );
     const [, fn] = functionNamed("order-consumer");
     expect(fn.Properties.Environment.Variables[LAMBDA_ENV.appTableName]).toEqual({ Ref: appId });
+    // Its outbox events go to the ladder's main topic.
+    expect(fn.Properties.Environment.Variables[LAMBDA_ENV.kafkaTopic]).toBe("order-events");
   });
 });
 
