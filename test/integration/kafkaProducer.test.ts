@@ -6,7 +6,7 @@ import {
   getKafkaProducer,
   KafkaPublishTransientError,
 } from "../../lib/kafka/producer.ts";
-import { kafka } from "../support/clients.ts";
+import { tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 const name = names(import.meta.url);
@@ -25,26 +25,13 @@ describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
     expect(sent.length).toBeGreaterThan(0);
     expect(sent.every((r) => r.topic === topic)).toBe(true);
 
-    const consumer = kafka().consumer({ groupId: name("g") });
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    const seen: { key: string; value: string; id: string; ts: string }[] = [];
-    await new Promise<void>((resolve, reject) => {
-      consumer
-        .run({
-          eachMessage: async ({ message }) => {
-            seen.push({
-              key: message.key!.toString(),
-              value: message.value!.toString(),
-              id: message.headers!["message-id"]!.toString(),
-              ts: message.timestamp,
-            });
-            if (seen.length === 2) resolve();
-          },
-        })
-        .catch(reject);
-    });
-    await consumer.disconnect();
+    const tap = await tapTopics([topic], name("g"));
+    const seen = (await tap.take(topic, 2).finally(() => tap.stop())).map(({ message }) => ({
+      key: message.key!.toString(),
+      value: message.value!.toString(),
+      id: message.headers!["message-id"]!.toString(),
+      ts: message.timestamp,
+    }));
     expect(seen.map((s) => [s.key, s.value, s.id])).toEqual([
       ["k1", "one", "m1"],
       ["k1", "two", "m2"],
