@@ -21,6 +21,8 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
       if (name === "TransactWriteItems") count.writeUnits += 2 * (input?.TransactItems?.length ?? 0);
       else if (name === "BatchWriteItem")
         count.writeUnits += Object.values(input?.RequestItems ?? {}).reduce((a, l) => a + l.length, 0);
+      else if (name === "BatchExecuteStatement")
+        count.writeUnits += input?.Statements?.length ?? 0; // our statements all write
       else if (["PutItem", "UpdateItem", "DeleteItem"].includes(name)) count.writeUnits += 1;
       return next(args);
     },

@@ -6,6 +6,11 @@ import { existsSync } from "node:fs";
 import { startEmulators } from "../lib/local/emulators.ts";
 import { runSqsBench, warmUp } from "./sqsIdempotency.ts";
 
+// `npm run bench -- --only sqs,kafka` runs a subset.
+const onlyArg = process.argv.indexOf("--only");
+const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")) : undefined;
+const wanted = (key: string) => !only || only.has(key);
+
 const emulators = await startEmulators();
 process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
@@ -21,7 +26,7 @@ try {
     ["outbox", "./outbox.ts", "runOutboxBench"],
   ];
   for (const [key, file, fn] of optional) {
-    if (!existsSync(new URL(file, import.meta.url))) continue;
+    if (!wanted(key) || !existsSync(new URL(file, import.meta.url))) continue;
     const mod = (await import(file)) as Record<string, () => Promise<unknown>>;
     results[key] = await mod[fn]!();
   }
