@@ -16,7 +16,13 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
       count.requests++;
       count.byCommand[name] = (count.byCommand[name] ?? 0) + 1;
       const input = (
-        args as { input?: { TransactItems?: unknown[]; RequestItems?: Record<string, unknown[]> } }
+        args as {
+          input?: {
+            TransactItems?: unknown[];
+            RequestItems?: Record<string, unknown[]>;
+            Statements?: unknown[];
+          };
+        }
       ).input;
       if (name === "TransactWriteItems") count.writeUnits += 2 * (input?.TransactItems?.length ?? 0);
       else if (name === "BatchWriteItem")
