@@ -1,5 +1,5 @@
 import { generateAuthToken } from "aws-msk-iam-sasl-signer-js";
-import type { KafkaConfig, RetryOptions, SASLOptions } from "kafkajs";
+import type { ISocketFactory, KafkaConfig, RetryOptions, SASLOptions } from "kafkajs";
 
 /**
  * How to reach a Kafka cluster. Everything defaults from the environment, so the same code runs on
@@ -29,6 +29,11 @@ export interface KafkaConnectionConfig {
   readonly requestTimeoutMs?: number;
   /** kafkajs retry policy for every request. @default see DEFAULT_RETRY */
   readonly retry?: RetryOptions;
+  /**
+   * kafkajs socket factory, for fault injection in tests (closing sockets mid-flight). Not part of
+   * the cache key: use createKafkaProducer, not getKafkaProducer, with it.
+   */
+  readonly socketFactory?: ISocketFactory;
 }
 
 /**
@@ -93,6 +98,7 @@ export function toKafkaJsConfig(config: KafkaConnectionConfig): KafkaConfig {
     connectionTimeout: config.connectionTimeoutMs ?? 3_000,
     requestTimeout: config.requestTimeoutMs ?? 10_000,
     retry: config.retry ?? DEFAULT_RETRY,
+    ...(config.socketFactory ? { socketFactory: config.socketFactory } : {}),
   };
 }
 

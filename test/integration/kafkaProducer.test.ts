@@ -1,3 +1,4 @@
+import * as net from "node:net";
 import { logLevel } from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -5,6 +6,7 @@ import {
   disconnectAllKafkaProducers,
   getKafkaProducer,
   KafkaPublishTransientError,
+  kafkaConfigFromEnv,
 } from "../../lib/kafka/producer.ts";
 import { tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
@@ -62,5 +64,35 @@ describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
     expect(error).toBeInstanceOf(KafkaPublishTransientError);
     expect((error as Error).message).toContain(name("never"));
     await dead.disconnect();
+  });
+
+  it("survives the cluster dropping every connection between sends (reconnects, nothing lost)", async () => {
+    const topic = name("chaos");
+    const sockets: net.Socket[] = [];
+    const producer = createKafkaProducer(
+      {
+        ...kafkaConfigFromEnv(),
+        requestTimeoutMs: 3_000,
+        socketFactory: ({ host, port, onConnect }) => {
+          const socket = net.connect({ host, port }, onConnect);
+          socket.setKeepAlive(true, 1000);
+          sockets.push(socket);
+          return socket;
+        },
+      },
+      { logLevel: logLevel.NOTHING },
+    );
+    await producer.send(topic, [{ key: "a", value: "1" }]);
+    expect(sockets.length).toBeGreaterThan(0);
+    // Every broker connection is reset (RST), as when a NAT or the broker drops idle connections.
+    for (const s of sockets) s.destroy(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }));
+    const opened = sockets.length;
+    await producer.send(topic, [{ key: "a", value: "2" }]);
+    expect(sockets.length).toBeGreaterThan(opened); // it reconnected
+
+    const tap = await tapTopics([topic], name("chaos-g"));
+    const got = await tap.take(topic, 2).finally(() => tap.stop());
+    expect(got.map((r) => r.message.value?.toString())).toEqual(["1", "2"]);
+    await producer.disconnect();
   });
 });
