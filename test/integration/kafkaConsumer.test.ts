@@ -434,6 +434,24 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     expect(telemetry.counts.InBatchDuplicates).toBe(1);
   });
 
+  it("keeps renewing the dedup lease of a long record, so nobody else can claim it meanwhile", async () => {
+    const scope = name("long");
+    const other = createDedupStore({ tableName: table, scope, client: ddb });
+    let probe: string | undefined;
+    const { process } = processor(
+      async (env) => {
+        // Wait past the lease length, then try to take the key as a second consumer instance would.
+        await new Promise((r) => setTimeout(r, 4_500));
+        probe = (await other.claim(env.id)).status;
+      },
+      { idempotency: { tableName: table, scope, leaseMs: 3_000 } },
+    );
+    const event = { eventSource: "aws:kafka", records: { [`${t}-0`]: [rec(0, 1, "a", {})] } };
+    expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(probe).toBe("in-progress");
+    expect((await other.claim("orders:0:1")).status).toBe("duplicate");
+  });
+
   it("the Middy handler rejects an event of an unknown shape", async () => {
     const handler = kafkaConsumer(async () => {}, { telemetry: recordingTelemetry(), idempotency: false });
     await expect(handler({ Records: [{ body: "sqs?" }] }, lambdaContext())).rejects.toThrow(
