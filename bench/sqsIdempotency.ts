@@ -3,7 +3,12 @@
  * Powertools, against the same DynamoDB Local, side by side in one process.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { CreateTableCommand, DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  BatchExecuteStatementCommand,
+  CreateTableCommand,
+  DynamoDBClient,
+  PutItemCommand,
+} from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { lambdaContext } from "../lib/local/lambdaContext.ts";
@@ -26,7 +31,7 @@ export const DEFAULT_SQS_BENCH: SqsBenchOptions = {
   batchSize: 100,
   duplicateRate: 0.1,
   handlerMs: 2,
-  rounds: 3,
+  rounds: 4,
 };
 
 /** A seeded PRNG so both sides see the very same workload. */

@@ -8,6 +8,7 @@ import { classifyError, describeError, InProgressElsewhereError, LeaseLostError 
 import { failureContext } from "../core/failureContext.ts";
 import { runKeyed } from "../core/keyedScheduler.ts";
 import {
+  type ClaimResult,
   createDedupStore,
   type DedupStore,
   type DedupStoreOptions,
@@ -119,28 +120,24 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       }
       return q;
     };
-    const heartbeats = new Map<string, VisibilityHeartbeat>();
-    const heartbeatFor = async (arn: string) => {
-      if (options.heartbeat === false) return undefined;
-      let hb = heartbeats.get(arn);
-      if (!hb) {
-        const q = await queueOf(arn);
-        if (!q) return undefined;
-        hb = new VisibilityHeartbeat(
-          {
-            sqs,
-            queueUrl: q.url,
-            dedup,
-            remainingMs: () => context.getRemainingTimeInMillis(),
-            receivedAtMs: started,
-            telemetry,
-          },
-          q.visibilityTimeoutSeconds,
-          options.heartbeat,
-        );
-        heartbeats.set(arn, hb);
-      }
-      return hb;
+    // One heartbeat for the batch: every unfinished record has been invisible since the receive.
+    let heartbeat: VisibilityHeartbeat | undefined;
+    const startHeartbeat = async (arn: string) => {
+      if (options.heartbeat === false) return;
+      const q = await queueOf(arn);
+      if (!q) return;
+      heartbeat = new VisibilityHeartbeat(
+        {
+          sqs,
+          queueUrl: q.url,
+          dedup,
+          remainingMs: () => context.getRemainingTimeInMillis(),
+          receivedAtMs: started,
+          telemetry,
+        },
+        q.visibilityTimeoutSeconds,
+        options.heartbeat,
+      );
     };
 
     const park = async (record: SQSRecord, error: unknown): Promise<Outcome> => {
@@ -205,36 +202,34 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error };
     };
 
-    const runOne = async (record: SQSRecord, envelope: Envelope<T>): Promise<Outcome> => {
-      let lease: Lease | undefined;
-      if (dedup) {
-        const claim = await dedup.claim(envelope.id, { payloadHash: hashOf(envelope) });
-        if (claim.status === "duplicate") {
-          telemetry.count(METRIC.duplicates);
-          return { kind: "done", why: "duplicate" };
-        }
-        if (claim.status === "in-progress") {
-          // Come back when the other holder's lease ends, not after a blind backoff.
-          const wait = Math.ceil((claim.leaseExpiresAtMs - Date.now()) / 1000) + 1;
-          const error = new InProgressElsewhereError(
-            `'${envelope.id}' is being processed by another invocation`,
-          );
-          const outcome = await fail(record, error);
-          return outcome.kind === "retry"
-            ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) }
-            : outcome;
-        }
-        lease = claim.lease;
+    type Claim = ClaimResult | { status: "error"; error: unknown };
+    const leases = new Map<number, Lease>();
+    const aborts = new Map<number, AbortController>();
+
+    const runOne = async (i: number, record: SQSRecord, envelope: Envelope<T>, claim: Claim | undefined) => {
+      if (claim?.status === "error") return fail(record, claim.error);
+      if (claim?.status === "duplicate") {
+        telemetry.count(METRIC.duplicates);
+        return { kind: "done", why: "duplicate" } as const;
       }
-      const abort = new AbortController();
-      const hb = await heartbeatFor(record.eventSourceARN);
-      hb?.track(record.messageId, record.receiptHandle, lease, () =>
-        abort.abort(new LeaseLostError("lease lost")),
-      );
+      if (claim?.status === "in-progress") {
+        // Come back when the other holder's lease ends, not after a blind backoff.
+        const wait = Math.ceil((claim.leaseExpiresAtMs - Date.now()) / 1000) + 1;
+        const outcome = await fail(
+          record,
+          new InProgressElsewhereError(`'${envelope.id}' is being processed by another invocation`),
+        );
+        return outcome.kind === "retry"
+          ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) }
+          : outcome;
+      }
+      const lease = leases.get(i);
+      const signal = aborts.get(i)?.signal ?? new AbortController().signal;
       try {
-        const result = await handler(envelope, { context, record, signal: abort.signal });
-        hb?.untrack(record.messageId);
+        const result = await handler(envelope, { context, record, signal });
+        heartbeat?.untrack(record.messageId);
         if (dedup && lease) {
+          leases.delete(i);
           const stored =
             idem && !("claim" in idem) && idem.storeResult && result !== undefined
               ? JSON.stringify(result)
@@ -255,10 +250,11 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           );
         }
         telemetry.count(METRIC.processed);
-        return { kind: "done", why: "processed" };
+        return { kind: "done", why: "processed" } as const;
       } catch (error) {
-        hb?.untrack(record.messageId);
+        heartbeat?.untrack(record.messageId);
         if (dedup && lease) {
+          leases.delete(i);
           await dedup.release(lease).catch((releaseError) =>
             telemetry.logger.warn("could not release the lease", {
               messageId: record.messageId,
@@ -295,11 +291,34 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         .filter((t) => !outcomes[t.i]);
       const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
 
+      // 3. Claim every remaining key at once: new keys go out 25 to a request. The heartbeat then
+      //    keeps all of them (visibility and lease) until each record finishes.
+      if (records.length > 0) await startHeartbeat(records[0]!.eventSourceARN);
+      const claims: (Claim | undefined)[] = await Promise.all(
+        todo.map((t) =>
+          dedup
+            ? dedup
+                .claim(t.envelope!.id, { payloadHash: hashOf(t.envelope!) })
+                .catch((error): Claim => ({ status: "error", error }))
+            : undefined,
+        ),
+      );
+      todo.forEach((t, j) => {
+        const claim = claims[j];
+        if (claim?.status === "claimed") leases.set(t.i, claim.lease);
+        if (claim && claim.status !== "claimed") return;
+        const abort = new AbortController();
+        aborts.set(t.i, abort);
+        heartbeat?.track(t.record.messageId, t.record.receiptHandle, leases.get(t.i), () =>
+          abort.abort(new LeaseLostError("lease lost")),
+        );
+      });
+
       const results = await runKeyed(
-        todo.map((t) => ({
+        todo.map((t, j) => ({
           key: fifo ? (t.record.attributes.MessageGroupId ?? "") : undefined,
           run: async () => {
-            const outcome = await runOne(t.record, t.envelope!);
+            const outcome = await runOne(t.i, t.record, t.envelope!, claims[j]);
             outcomes[t.i] = outcome;
             // In a FIFO group a failure must stop the group's later records.
             if (outcome.kind === "retry") throw outcome.error;
@@ -320,6 +339,18 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           outcomes[i] = { kind: "retry", delaySeconds: 0, error: r.reason };
         }
       });
+      // Records that never started (time ran out, or an earlier record of their FIFO group failed)
+      // give their claims back, so their redelivery can run at once.
+      await Promise.all(
+        [...leases].map(([i, lease]) =>
+          dedup?.release(lease).catch((error) =>
+            telemetry.logger.warn("could not release the lease", {
+              messageId: records[i]?.messageId,
+              error,
+            }),
+          ),
+        ),
+      );
       await Promise.all(completions);
       await dedup?.flush();
     } catch (error) {
@@ -328,7 +359,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       await Promise.allSettled(completions);
       await dedup?.flush().catch(() => undefined);
     } finally {
-      for (const hb of heartbeats.values()) hb.stop();
+      heartbeat?.stop();
     }
 
     const failures: SQSBatchItemFailure[] = [];
