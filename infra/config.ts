@@ -39,7 +39,7 @@ export const CONTEXT_DEFAULTS: InfraContext = {
   privateSubnetIds: ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"],
   mskSecurityGroupId: "sg-0123456789abcdef0",
   alarmTopicArn: undefined,
-  allowMissingHandlers: true,
+  allowMissingHandlers: false,
   metricsNamespace: "ReliableConsumers",
 };
 
