@@ -57,7 +57,7 @@ export async function main(argv: string[]): Promise<number> {
   const command = positionals[0];
   if (values.help || !command) {
     console.error(USAGE);
-    return command ? 0 : 2;
+    return values.help ? 0 : 2;
   }
   const since = time(values.since, "--since");
   const until = time(values.until, "--until");
