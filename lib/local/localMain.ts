@@ -1,0 +1,233 @@
+/**
+ * `npm run local`: the reference service on the embedded emulators, with Lambda's trigger
+ * semantics, end to end. Starts DynamoDB Local, fauxqs and the Kafka mock; synthesizes the CDK app;
+ * materialises it; runs the bundled functions; sends orders with duplicates, poison and a few long
+ * jobs; waits until everything is quiet; counts the outcome from the stored data and prints
+ * `RESULT {json}` as its last line. Exit 0 only when nothing was lost and no effect happened twice.
+ *
+ *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
+ *                    [--cdk-out <dir>] [--timeout 600] [--verbose]
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { Kafka, logLevel } from "kafkajs";
+import { createSqsClient } from "../sqs/sqsClient.ts";
+import { startEmulators } from "./emulators.ts";
+import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
+import { startPaymentProvider } from "./runtime/paymentProvider.ts";
+import {
+  census,
+  type ScenarioTargets,
+  scenarioTargets,
+  sendOrders,
+  waitUntilQuiet,
+} from "./runtime/referenceScenario.ts";
+import { synthesize } from "./runtime/synth.ts";
+
+const PROJECT_DIR = resolve(import.meta.dirname, "..", "..");
+const WORK_DIR = join(PROJECT_DIR, ".tmp", "local-runtime");
+
+/** `10`, `10%` or `0.1` → 0.1. */
+export function parseFraction(raw: string, name: string): number {
+  const text = raw.trim();
+  const n = Number(text.endsWith("%") ? text.slice(0, -1) : text);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a percentage, got ${raw}`);
+  const f = text.endsWith("%") || n >= 1 ? n / 100 : n;
+  if (f > 0.9) throw new Error(`--${name} must be at most 90 %`);
+  return f;
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function keepInstructions(
+  runtime: LocalRuntime,
+  env: Record<string, string>,
+  targets: ScenarioTargets,
+  logDir: string,
+): string[] {
+  const e = `AWS_ENDPOINT_URL_SQS=${env.AWS_ENDPOINT_URL_SQS} AWS_ENDPOINT_URL_DYNAMODB=${env.AWS_ENDPOINT_URL_DYNAMODB} AWS_REGION=${env.AWS_REGION} AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`;
+  return [
+    "",
+    "Everything keeps running (Ctrl-C stops it). Endpoints:",
+    ...Object.entries(env).map(([k, v]) => `  ${k}=${v}`),
+    `Function logs: ${logDir}`,
+    "Queues:",
+    ...runtime.app.queues.map((q) => `  ${q.name}  ${q.url}`),
+    `Tables: ${runtime.app.tables.map((t) => t.name).join(", ")}`,
+    `Topics: ${runtime.app.topics.map((t) => t.name).join(", ")}`,
+    "Try:",
+    `  ${e} aws sqs send-message --queue-url ${targets.orders.url} --message-body '{"orderId":"o-1","customerId":"c-1","amountCents":1200,"items":[]}'`,
+    `  ${e} aws dynamodb get-item --table-name ${targets.appTable} --key '{"pk":{"S":"ORDER#o-1"},"sk":{"S":"ORDER"}}'`,
+    `  ${e} aws sqs receive-message --queue-url ${targets.ordersDlq.url} --max-number-of-messages 10 --attribute-names All --message-attribute-names All`,
+    `  kcat -b ${env.KAFKA_BROKERS} -C -t ${targets.mainTopic} -e -f '%k %h %s\\n'`,
+    `  ${e} npm run dlq -- --help`,
+  ];
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const { values } = parseArgs({
+    options: {
+      messages: { type: "string", default: "2000" },
+      duplicates: { type: "string", default: "10" },
+      poison: { type: "string", default: "1" },
+      "long-jobs": { type: "string", default: "3" },
+      "long-job-ms": { type: "string", default: "4000" },
+      keep: { type: "boolean", default: false },
+      "cdk-out": { type: "string" },
+      timeout: { type: "string", default: "600" },
+      "max-environments": { type: "string" },
+      verbose: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    log(
+      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S]",
+    );
+    return 0;
+  }
+  const options = {
+    messages: Number(values.messages),
+    duplicates: parseFraction(values.duplicates, "duplicates"),
+    poison: parseFraction(values.poison, "poison"),
+    longJobs: Number(values["long-jobs"]),
+    longJobMs: Number(values["long-job-ms"]),
+  };
+  if (!Number.isInteger(options.messages) || options.messages < 1)
+    throw new Error("--messages must be a positive integer");
+
+  const runDir = join(WORK_DIR, String(process.pid));
+  const logDir = join(runDir, "logs");
+  rmSync(runDir, { recursive: true, force: true });
+  mkdirSync(logDir, { recursive: true });
+
+  log("local: starting DynamoDB Local, fauxqs and the Kafka mock; synthesizing the CDK app...");
+  const synthStarted = Date.now();
+  const [emulators, cdkOut] = await Promise.all([
+    startEmulators(),
+    values["cdk-out"]
+      ? Promise.resolve(resolve(values["cdk-out"]))
+      : synthesize({ projectDir: PROJECT_DIR, outdir: join(runDir, "cdk.out") }).then((dir) => {
+          log(`local: synthesized in ${((Date.now() - synthStarted) / 1000).toFixed(1)} s`);
+          return dir;
+        }),
+  ]);
+  const ddb = new DynamoDBClient({});
+  const sqs = createSqsClient();
+  const kafka = new Kafka({
+    clientId: "local-scenario",
+    brokers: emulators.kafka.brokers,
+    logLevel: logLevel.NOTHING,
+  });
+  const provider = await startPaymentProvider(ddb);
+  let runtime: LocalRuntime | undefined;
+  const shutdown = async () => {
+    await runtime?.stop();
+    await provider.stop();
+    ddb.destroy();
+    sqs.destroy();
+    await emulators.stop();
+  };
+  try {
+    runtime = await startLocalRuntime({
+      cdkOut,
+      logDir,
+      // The reference payment consumer calls a provider when PAYMENT_GATEWAY_URL is set (a local overlay, like `sam local --env-vars`).
+      envOverrides: { "/payment-consumer/": { PAYMENT_GATEWAY_URL: provider.url } },
+      ...(values["max-environments"]
+        ? { maxEnvironmentsPerFunction: Number(values["max-environments"]) }
+        : {}),
+    });
+    for (const line of formatReport(runtime.app)) log(line);
+    log(
+      `  - payment-consumer: PAYMENT_GATEWAY_URL=${provider.url} (local payment provider, charges stored in ${provider.tableName})`,
+    );
+    const targets = scenarioTargets(runtime);
+    const setupMs = Date.now() - started;
+    log(`local: ready in ${(setupMs / 1000).toFixed(1)} s; function logs in ${logDir}`);
+
+    const t0 = Date.now();
+    const since = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s`;
+    const sent = await sendOrders(sqs, targets, options, (n) => {
+      if (n % 500 < 10 || n === options.messages) log(`[${since()}] sent ${n}/${options.messages}`);
+    });
+    log(
+      `[${since()}] sent ${sent.sent} messages: ${sent.firstSentAt.size} orders, ${sent.duplicateSends} duplicate sends, ${sent.poison} poison; ${sent.longJobs.length} long jobs`,
+    );
+    const quiet = await waitUntilQuiet({
+      runtime,
+      ddb,
+      sqs,
+      kafka,
+      targets,
+      providerTable: provider.tableName,
+      timeoutMs: Number(values.timeout) * 1000,
+      onProgress: (s) =>
+        log(
+          `[${since()}] queued ${s.queued} · outbox pending ${s.outboxPending} · kafka lag ${s.kafkaLag} · running ${s.busy} · charged ${s.charged}/${sent.firstSentAt.size}`,
+        ),
+    });
+    if (!quiet) log(`local: not quiet after ${values.timeout} s; counting what is there`);
+    const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
+    const result = {
+      sent: sent.sent,
+      unique: sent.firstSentAt.size,
+      ordersStored: c.ordersStored,
+      duplicatesSuppressed: sent.validSends - c.outboxEvents,
+      dlq: c.dlq,
+      outboxPublished: c.outboxPublished,
+      kafkaConsumed: c.kafkaConsumed,
+      charged: c.charged,
+      lost: c.lost,
+      duplicateEffects: c.duplicateEffects,
+      e2eP50Ms: c.e2eP50Ms,
+      e2eP99Ms: c.e2eP99Ms,
+      elapsedMs: Date.now() - started,
+      setupMs,
+      processingMs: Date.now() - t0,
+      poison: sent.poison,
+      duplicateSends: sent.duplicateSends,
+      kafkaDeadLetters: c.kafkaDeadLetters,
+      paymentReplays: c.paymentReplays,
+      longJobs: { sent: sent.longJobs.length, done: c.reportsDone },
+      lostDetail: c.lostDetail,
+      quiet,
+    };
+    const ok = result.lost === 0 && result.duplicateEffects === 0;
+    if (values.verbose) {
+      for (const s of runtime.host.stats())
+        log(
+          `  ${s.name}: ${s.invocations} invocations, ${s.coldStarts} cold starts, limit ${s.concurrencyLimit}`,
+        );
+    }
+    if (values.keep) {
+      for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);
+      process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", () => resolve());
+        process.once("SIGTERM", () => resolve());
+      });
+      await shutdown();
+      return ok ? 0 : 1;
+    }
+    await shutdown();
+    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+    return ok ? 0 : 1;
+  } catch (error) {
+    await shutdown().catch(() => undefined);
+    throw error;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(`local: ${(error as Error).stack ?? String(error)}`);
+    process.exit(2);
+  },
+);

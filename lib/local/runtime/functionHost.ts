@@ -1,0 +1,344 @@
+import { randomUUID } from "node:crypto";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import type { LocalFunction } from "./model.ts";
+
+export interface InvokeSuccess {
+  readonly ok: true;
+  readonly requestId: string;
+  readonly value: unknown;
+  readonly durationMs: number;
+}
+
+export interface InvokeFailure {
+  readonly ok: false;
+  readonly requestId: string;
+  /** `Unhandled` (the function threw), `TimedOut` (killed at its timeout) or `Crashed` (the environment died). */
+  readonly kind: "Unhandled" | "TimedOut" | "Crashed";
+  readonly errorType: string;
+  readonly errorMessage: string;
+  readonly durationMs: number;
+}
+
+export type InvokeResult = InvokeSuccess | InvokeFailure;
+
+export interface FunctionHostOptions {
+  /** Variables every environment gets first (endpoints, region, credentials). */
+  readonly baseEnv: Readonly<Record<string, string>>;
+  /** Extra variables per function name (after the template's). */
+  readonly envOverrides?: (fn: LocalFunction) => Readonly<Record<string, string>> | undefined;
+  /** One log file per function here (`<name>.log`). @default - logs go to this process's stderr */
+  readonly logDir?: string;
+  /** Concurrency of a function that no trigger asked for (e.g. only on a schedule). @default 10 */
+  readonly defaultConcurrency?: number;
+  /** A ceiling on environments per function, to bound memory on small machines. @default - none */
+  readonly maxEnvironmentsPerFunction?: number;
+  /** Called after every invocation (progress, tests). */
+  readonly onInvoke?: (fn: LocalFunction, result: InvokeResult) => void;
+}
+
+interface Environment {
+  readonly worker: Worker;
+  readonly id: string;
+  busy: boolean;
+  dead: boolean;
+  pending?: {
+    requestId: string;
+    resolve: (
+      r:
+        | { ok: true; value: unknown }
+        | { ok: false; errorType: string; errorMessage: string; crashed?: boolean },
+    ) => void;
+  };
+}
+
+interface Pool {
+  readonly fn: LocalFunction;
+  readonly envs: Environment[];
+  readonly waiters: Array<() => void>;
+  limit: number;
+  demand: number;
+  log: NodeJS.WritableStream;
+  invocations: number;
+  inFlight: number;
+  coldStarts: number;
+}
+
+export interface FunctionStats {
+  readonly name: string;
+  readonly invocations: number;
+  readonly inFlight: number;
+  readonly environments: number;
+  readonly coldStarts: number;
+  readonly concurrencyLimit: number;
+}
+
+const WORKER_URL = new URL("./functionWorker.ts", import.meta.url);
+
+/**
+ * Runs functions like Lambda does: each execution environment is a worker thread with the
+ * function's own environment variables and module state, handling one invocation at a time; warm
+ * environments are reused; a function gets new environments on demand up to its concurrency limit
+ * (reserved concurrency, else the limit its triggers ask for, else `defaultConcurrency`), and
+ * further invocations wait for a free one (Lambda would throttle and the poller retry). An
+ * invocation that outlives the function's timeout is failed and its environment discarded.
+ */
+export class FunctionHost {
+  readonly #pools = new Map<string, Pool>();
+  readonly #options: FunctionHostOptions;
+  readonly #streams: WriteStream[] = [];
+  #stopped = false;
+
+  constructor(functions: readonly LocalFunction[], options: FunctionHostOptions) {
+    this.#options = options;
+    if (options.logDir) mkdirSync(options.logDir, { recursive: true });
+    for (const fn of functions) {
+      let log: NodeJS.WritableStream = process.stderr;
+      if (options.logDir) {
+        const s = createWriteStream(join(options.logDir, `${fn.name}.log`), { flags: "a" });
+        this.#streams.push(s);
+        log = s;
+      }
+      const pool: Pool = {
+        fn,
+        envs: [],
+        waiters: [],
+        limit: 0,
+        demand: 0,
+        log,
+        invocations: 0,
+        inFlight: 0,
+        coldStarts: 0,
+      };
+      pool.limit = this.#limitOf(fn, 0);
+      this.#pools.set(fn.name, pool);
+    }
+  }
+
+  /**
+   * A trigger declares how many invocations it may run at once; a function's limit is the sum of
+   * its triggers' demands (Lambda's concurrency is per function), capped by its reserved
+   * concurrency and by `maxEnvironmentsPerFunction`.
+   */
+  requestConcurrency(functionName: string, concurrency: number): void {
+    const pool = this.#pool(functionName);
+    pool.demand += concurrency;
+    pool.limit = this.#limitOf(pool.fn, pool.demand);
+  }
+
+  #limitOf(fn: LocalFunction, demand: number): number {
+    const cap = Math.min(
+      fn.reservedConcurrency ?? Number.POSITIVE_INFINITY,
+      this.#options.maxEnvironmentsPerFunction ?? Number.POSITIVE_INFINITY,
+    );
+    return Math.max(1, Math.min(cap, demand > 0 ? demand : (this.#options.defaultConcurrency ?? 10)));
+  }
+
+  functionNamed(name: string): LocalFunction {
+    return this.#pool(name).fn;
+  }
+
+  stats(): FunctionStats[] {
+    return [...this.#pools.values()].map((p) => ({
+      name: p.fn.name,
+      invocations: p.invocations,
+      inFlight: p.inFlight,
+      environments: p.envs.filter((e) => !e.dead).length,
+      coldStarts: p.coldStarts,
+      concurrencyLimit: p.limit,
+    }));
+  }
+
+  /** Invocations running now, all functions. */
+  inFlight(): number {
+    let n = 0;
+    for (const p of this.#pools.values()) n += p.inFlight;
+    return n;
+  }
+
+  /** A synchronous invocation (what event source mappings do). */
+  async invoke(functionName: string, event: unknown): Promise<InvokeResult> {
+    const pool = this.#pool(functionName);
+    pool.inFlight++;
+    try {
+      const env = await this.#acquire(pool);
+      const requestId = randomUUID();
+      const started = performance.now();
+      const timeoutMs = pool.fn.timeoutSeconds * 1000;
+      const deadline = Date.now() + timeoutMs;
+      pool.invocations++;
+      const outcome = await new Promise<
+        | { ok: true; value: unknown }
+        | { ok: false; errorType: string; errorMessage: string; crashed?: boolean; timedOut?: boolean }
+      >((resolve) => {
+        const timer = setTimeout(() => {
+          env.pending = undefined;
+          resolve({
+            ok: false,
+            timedOut: true,
+            errorType: "Sandbox.Timedout",
+            errorMessage: `Task timed out after ${pool.fn.timeoutSeconds.toFixed(2)} seconds`,
+          });
+          pool.log.write(
+            `${new Date().toISOString()} ${requestId} Task timed out after ${pool.fn.timeoutSeconds} seconds\n`,
+          );
+          this.#discard(pool, env);
+        }, timeoutMs);
+        env.pending = {
+          requestId,
+          resolve: (r) => {
+            clearTimeout(timer);
+            env.pending = undefined;
+            resolve(r);
+          },
+        };
+        env.worker.postMessage({ type: "invoke", requestId, deadline, event });
+      });
+      const durationMs = performance.now() - started;
+      this.#release(pool, env);
+      const result: InvokeResult = outcome.ok
+        ? { ok: true, requestId, value: outcome.value, durationMs }
+        : {
+            ok: false,
+            requestId,
+            kind:
+              "timedOut" in outcome && outcome.timedOut
+                ? "TimedOut"
+                : outcome.crashed
+                  ? "Crashed"
+                  : "Unhandled",
+            errorType: outcome.errorType,
+            errorMessage: outcome.errorMessage,
+            durationMs,
+          };
+      this.#options.onInvoke?.(pool.fn, result);
+      return result;
+    } finally {
+      pool.inFlight--;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const all: Promise<unknown>[] = [];
+    for (const pool of this.#pools.values()) {
+      for (const w of pool.waiters.splice(0)) w();
+      for (const env of pool.envs) {
+        env.dead = true;
+        all.push(env.worker.terminate());
+      }
+      pool.envs.length = 0;
+    }
+    await Promise.allSettled(all);
+    await Promise.all(this.#streams.map((s) => new Promise<void>((r) => s.end(r))));
+  }
+
+  #pool(name: string): Pool {
+    const pool = this.#pools.get(name);
+    if (!pool) throw new Error(`no local function ${name}`);
+    return pool;
+  }
+
+  async #acquire(pool: Pool): Promise<Environment> {
+    for (;;) {
+      if (this.#stopped) throw new Error("the function host is stopped");
+      const idle = pool.envs.find((e) => !e.busy && !e.dead);
+      if (idle) {
+        idle.busy = true;
+        return idle;
+      }
+      if (pool.envs.length < pool.limit) {
+        const env = this.#spawn(pool);
+        env.busy = true;
+        return env;
+      }
+      await new Promise<void>((resolve) => pool.waiters.push(resolve));
+    }
+  }
+
+  #release(pool: Pool, env: Environment): void {
+    env.busy = false;
+    pool.waiters.shift()?.();
+  }
+
+  #discard(pool: Pool, env: Environment): void {
+    if (env.dead) return;
+    env.dead = true;
+    const i = pool.envs.indexOf(env);
+    if (i >= 0) pool.envs.splice(i, 1);
+    void env.worker.terminate();
+    pool.waiters.shift()?.();
+  }
+
+  #spawn(pool: Pool): Environment {
+    const fn = pool.fn;
+    const id = randomUUID().replaceAll("-", "");
+    const logStreamName = `${new Date().toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${id}`;
+    const env = {
+      ...this.#options.baseEnv,
+      AWS_LAMBDA_FUNCTION_NAME: fn.name,
+      AWS_LAMBDA_FUNCTION_VERSION: "$LATEST",
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMb),
+      AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.name}`,
+      AWS_LAMBDA_LOG_STREAM_NAME: logStreamName,
+      AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
+      AWS_LAMBDA_INITIALIZATION_TYPE: "on-demand",
+      LAMBDA_TASK_ROOT: fn.codeFile.slice(0, fn.codeFile.lastIndexOf("/")),
+      _HANDLER: fn.handler,
+      TZ: ":UTC",
+      ...fn.environment,
+      ...this.#options.envOverrides?.(fn),
+    };
+    const worker = new Worker(WORKER_URL, {
+      env,
+      stdout: true,
+      stderr: true,
+      workerData: {
+        codeFile: fn.codeFile,
+        exportName: fn.exportName,
+        functionName: fn.name,
+        functionArn: fn.arn,
+        memoryMb: fn.memoryMb,
+        logGroupName: `/aws/lambda/${fn.name}`,
+        logStreamName,
+      },
+      resourceLimits: { maxOldGenerationSizeMb: Math.max(128, fn.memoryMb) },
+    });
+    worker.stdout.on("data", (d: Buffer) => pool.log.write(d));
+    worker.stderr.on("data", (d: Buffer) => pool.log.write(d));
+    const e: Environment = { worker, id, busy: false, dead: false };
+    worker.on(
+      "message",
+      (msg: {
+        type: string;
+        requestId: string;
+        ok: boolean;
+        value?: unknown;
+        error?: { errorType: string; errorMessage: string };
+      }) => {
+        if (msg.type !== "result" || e.pending?.requestId !== msg.requestId) return;
+        e.pending.resolve(
+          msg.ok
+            ? { ok: true, value: msg.value }
+            : { ok: false, errorType: msg.error!.errorType, errorMessage: msg.error!.errorMessage },
+        );
+      },
+    );
+    const die = (reason: string) => {
+      if (e.pending)
+        e.pending.resolve({ ok: false, crashed: true, errorType: "Runtime.ExitError", errorMessage: reason });
+      this.#discard(pool, e);
+    };
+    worker.on("error", (err) => {
+      pool.log.write(`${new Date().toISOString()} environment ${id} crashed: ${err.stack ?? err.message}\n`);
+      die(`RequestId: ${e.pending?.requestId ?? "-"} Error: Runtime exited with error: ${err.message}`);
+    });
+    worker.on("exit", (code) => {
+      if (!e.dead) die(`Runtime exited with status ${code}`);
+    });
+    pool.envs.push(e);
+    pool.coldStarts++;
+    return e;
+  }
+}

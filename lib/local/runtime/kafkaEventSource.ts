@@ -1,0 +1,292 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer } from "kafkajs";
+import { toMskEvent } from "../../kafka/mskEventBuilder.ts";
+import { filterView, matchesAnyFilter } from "./eventFilter.ts";
+import { type DiscardCondition, invocationRecord, sendToSqsDestination } from "./failureDestination.ts";
+import type { FunctionHost, InvokeResult } from "./functionHost.ts";
+import type { KafkaMapping } from "./model.ts";
+import { type EventSource, newStats } from "./sqsEventSource.ts";
+
+interface Work {
+  messages: KafkaMessage[];
+  attempts: number;
+}
+
+/** A record in the MSK event's JSON, for filtering: `value` decoded and parsed when it is JSON. */
+function filterRecord(topic: string, partition: number, m: KafkaMessage): Record<string, unknown> {
+  return {
+    topic,
+    partition,
+    offset: Number(m.offset),
+    timestamp: Number(m.timestamp),
+    timestampType: "CREATE_TIME",
+    ...(m.key ? { key: m.key.toString("base64") } : {}),
+    ...(m.value ? { value: filterView(m.value.toString("utf8")) } : {}),
+  };
+}
+
+/**
+ * The Amazon MSK event source mapping, as Lambda documents it, on the local Kafka cluster:
+ * - a consumer group (the mapping's ConsumerGroupId, else its UUID) subscribed to its topics from
+ *   the StartingPosition; partitions are consumed concurrently, each partition in order, one batch
+ *   at a time;
+ * - batches of up to BatchSize records of ONE partition, in the MSK event shape
+ *   (`records["topic-partition"]`, base64 key and value, headers as byte arrays, `bootstrapServers`);
+ * - records that match no filter are skipped (committed);
+ * - offsets are committed only after the function succeeds for them;
+ * - a function error retries the batch (BisectBatchOnFunctionError splits it first, without using a
+ *   retry); with ReportBatchItemFailures, `{ itemIdentifier: { partition: "topic-partition", offset } }`
+ *   commits up to that offset and retries from it (the lowest one counts); an identifier that names
+ *   no record of the batch fails the whole batch;
+ * - after MaximumRetryAttempts (-1: forever; with a Kafka destination, 10), or past
+ *   MaximumRecordAgeInSeconds, the records go to the on-failure destination (a `kafka://` topic
+ *   gets the records themselves with failure headers; SQS gets metadata only) and the partition
+ *   moves on.
+ */
+export function kafkaEventSource(
+  mapping: KafkaMapping,
+  host: FunctionHost,
+  kafka: Kafka,
+  sqs: SQSClient,
+): EventSource {
+  const stats = newStats();
+  const abort = new AbortController();
+  const fn = host.functionNamed(mapping.functionName);
+  let consumer: Consumer | undefined;
+  let producer: Producer | undefined;
+  let inFlight = 0;
+  const bootstrapServers = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+
+  const pause = (ms: number) => sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined);
+
+  const discard = async (
+    topic: string,
+    partition: number,
+    messages: KafkaMessage[],
+    condition: DiscardCondition,
+    count: number,
+    last?: InvokeResult,
+  ) => {
+    if (messages.length === 0) return;
+    stats.discarded += messages.length;
+    const dest = mapping.onFailure;
+    try {
+      if (dest?.kind === "kafka") {
+        producer ??= kafka.producer({ allowAutoTopicCreation: true });
+        await producer.connect();
+        const reason = last && !last.ok ? `${last.errorType}: ${last.errorMessage}` : condition;
+        await producer.send({
+          topic: dest.topic,
+          acks: -1,
+          messages: messages.map((m) => ({
+            key: m.key,
+            value: m.value,
+            headers: {
+              ...(m.headers as IHeaders),
+              "x-lambda-condition": condition,
+              "x-lambda-function-arn": fn.arn,
+              "x-original-topic": topic,
+              "x-original-partition": String(partition),
+              "x-original-offset": String(m.offset),
+              "x-lambda-error": reason.slice(0, 1000),
+            },
+          })),
+        });
+      } else {
+        await sendToSqsDestination(
+          sqs,
+          dest,
+          invocationRecord({
+            functionArn: fn.arn,
+            condition,
+            approximateInvokeCount: count,
+            ...(last ? { lastResult: last } : {}),
+            batchInfoKey: "KafkaBatchInfo",
+            batchInfo: {
+              batchSize: messages.length,
+              bootstrapServers: bootstrapServers.join(","),
+              payloadSize: messages.reduce((n, m) => n + (m.value?.length ?? 0), 0),
+              recordsInfo: {
+                [`${topic}-${partition}`]: {
+                  firstRecordOffset: messages[0]!.offset,
+                  firstRecordTimestamp: messages[0]!.timestamp,
+                  lastRecordOffset: messages.at(-1)!.offset,
+                  lastRecordTimestamp: messages.at(-1)!.timestamp,
+                },
+              },
+            },
+          }),
+        );
+      }
+    } catch (error) {
+      // Lambda keeps retrying until the destination accepts; locally we report and move on.
+      process.emitWarning(`${mapping.logicalId}: on-failure destination: ${(error as Error).message}`);
+    }
+  };
+
+  /** One chunk through retries, bisection and partial responses; `commit(next)` after each settled prefix. */
+  const processChunk = async (
+    topic: string,
+    partition: number,
+    chunk: KafkaMessage[],
+    commit: (nextOffset: string) => Promise<void>,
+  ) => {
+    const work: Work[] = [{ messages: chunk, attempts: 0 }];
+    const partitionKey = `${topic}-${partition}`;
+    let invokes = 0;
+    while (work.length > 0 && !abort.signal.aborted) {
+      const item = work[0]!;
+      if (mapping.maximumRecordAgeSeconds >= 0) {
+        const now = Date.now();
+        const old = item.messages.filter(
+          (m) => now - Number(m.timestamp) > mapping.maximumRecordAgeSeconds * 1000,
+        );
+        if (old.length) {
+          await discard(topic, partition, old, "RecordAgeExceeded", invokes);
+          item.messages = item.messages.filter((m) => !old.includes(m));
+        }
+      }
+      if (item.messages.length === 0) {
+        work.shift();
+        continue;
+      }
+      stats.batches++;
+      stats.records += item.messages.length;
+      invokes++;
+      const event = {
+        ...toMskEvent(
+          item.messages.map((message) => ({ topic, partition, message })),
+          { eventSourceArn: mapping.clusterArn },
+        ),
+        bootstrapServers: bootstrapServers.join(","),
+      };
+      const result = await host.invoke(mapping.functionName, event);
+      let functionError = !result.ok;
+      if (result.ok) {
+        const failures = mapping.reportBatchItemFailures
+          ? ((
+              result.value as {
+                batchItemFailures?: Array<{ itemIdentifier?: { partition?: unknown; offset?: unknown } }>;
+              } | null
+            )?.batchItemFailures ?? [])
+          : [];
+        if (failures.length === 0) {
+          stats.succeeded += item.messages.length;
+          await commit(String(Number(item.messages.at(-1)!.offset) + 1));
+          work.shift();
+          continue;
+        }
+        const indexes = failures.map((f) =>
+          f?.itemIdentifier?.partition === partitionKey
+            ? item.messages.findIndex((m) => Number(m.offset) === Number(f.itemIdentifier?.offset))
+            : -1,
+        );
+        if (indexes.some((i) => i < 0)) functionError = true;
+        else {
+          const from = Math.min(...indexes);
+          stats.succeeded += from;
+          if (from > 0) await commit(item.messages[from]!.offset);
+          item.messages = item.messages.slice(from);
+        }
+      }
+      if (functionError) {
+        stats.functionErrors++;
+        if (mapping.bisectBatchOnFunctionError && item.messages.length > 1) {
+          const half = Math.ceil(item.messages.length / 2);
+          work.splice(
+            0,
+            1,
+            { messages: item.messages.slice(0, half), attempts: item.attempts },
+            { messages: item.messages.slice(half), attempts: item.attempts },
+          );
+          continue;
+        }
+      }
+      item.attempts++;
+      if (mapping.maximumRetryAttempts >= 0 && item.attempts > mapping.maximumRetryAttempts) {
+        stats.failed += item.messages.length;
+        await discard(topic, partition, item.messages, "RetryAttemptsExhausted", invokes, result);
+        await commit(String(Number(item.messages.at(-1)!.offset) + 1));
+        work.shift();
+        continue;
+      }
+      await pause(Math.min(5_000, 100 * 2 ** Math.min(item.attempts, 6)));
+    }
+  };
+
+  return {
+    mapping,
+    stats,
+    async start() {
+      const admin = kafka.admin();
+      await admin.connect();
+      let partitions = 0;
+      try {
+        const md = await admin.fetchTopicMetadata({ topics: [...mapping.topics] });
+        for (const t of md.topics) partitions += t.partitions.length;
+      } finally {
+        await admin.disconnect();
+      }
+      const concurrency = Math.max(1, Math.min(partitions, 10));
+      host.requestConcurrency(mapping.functionName, concurrency);
+      const windowMs = Math.max(100, mapping.maxBatchingWindowSeconds * 1000);
+      consumer = kafka.consumer({
+        groupId: mapping.consumerGroupId,
+        maxWaitTimeInMs: windowMs,
+        sessionTimeout: Math.max(30_000, fn.timeoutSeconds * 1000 + 10_000),
+        rebalanceTimeout: Math.max(60_000, fn.timeoutSeconds * 1000 + 10_000),
+        heartbeatInterval: 3_000,
+        allowAutoTopicCreation: false,
+      });
+      const c = consumer;
+      await c.connect();
+      await c.subscribe({
+        topics: [...mapping.topics],
+        fromBeginning: mapping.startingPosition === "TRIM_HORIZON",
+      });
+      const joined = new Promise<void>((resolve) => {
+        c.on(c.events.GROUP_JOIN, () => resolve());
+        setTimeout(resolve, 15_000).unref();
+      });
+      await c.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: concurrency,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          const { topic, partition } = batch;
+          const commit = async (offset: string) => {
+            resolveOffset(String(Number(offset) - 1));
+            await c.commitOffsets([{ topic, partition, offset }]);
+          };
+          inFlight++;
+          try {
+            const pass: KafkaMessage[] = [];
+            for (const m of batch.messages) {
+              if (matchesAnyFilter(mapping.filters, filterRecord(topic, partition, m))) pass.push(m);
+              else stats.filtered++;
+            }
+            for (let i = 0; i < pass.length; i += mapping.batchSize) {
+              if (!isRunning() || isStale() || abort.signal.aborted) return;
+              await processChunk(topic, partition, pass.slice(i, i + mapping.batchSize), commit);
+              await heartbeat();
+            }
+            // Filtered records at the end of the fetch are processed too.
+            const last = batch.messages.at(-1);
+            if (last && !abort.signal.aborted && isRunning() && !isStale())
+              await commit(String(Number(last.offset) + 1));
+          } finally {
+            inFlight--;
+          }
+        },
+      });
+      await joined;
+    },
+    async stop() {
+      abort.abort();
+      await consumer?.disconnect().catch(() => undefined);
+      await producer?.disconnect().catch(() => undefined);
+    },
+    inFlight: () => inFlight,
+  };
+}

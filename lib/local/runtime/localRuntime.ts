@@ -1,0 +1,224 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { Kafka, logLevel } from "kafkajs";
+import { createSqsClient } from "../../sqs/sqsClient.ts";
+import type { CfnTemplate } from "./cloudAssembly.ts";
+import { loadCloudAssembly } from "./cloudAssembly.ts";
+import { dynamodbStreamEventSource } from "./dynamodbStreamEventSource.ts";
+import { FunctionHost, type FunctionHostOptions } from "./functionHost.ts";
+import { kafkaEventSource } from "./kafkaEventSource.ts";
+import { materialise } from "./materialise.ts";
+import type { LocalApp, LocalFunction } from "./model.ts";
+import { scheduleEventSource } from "./scheduleEventSource.ts";
+import { type EventSource, sqsEventSource } from "./sqsEventSource.ts";
+
+export interface LocalRuntimeOptions {
+  /** A synthesized cloud assembly directory (`cdk.out`) ... */
+  readonly cdkOut?: string;
+  /** ... or one template (with the directory its asset paths are relative to). */
+  readonly template?: CfnTemplate;
+  readonly assetRoot?: string;
+  /** Which stack of the assembly. @default the only one */
+  readonly stackName?: string;
+  /**
+   * The emulator variables (AWS_ENDPOINT_URL_*, AWS_REGION, credentials, KAFKA_BROKERS).
+   * @default the current process.env values
+   */
+  readonly emulatorEnv?: Readonly<Record<string, string>>;
+  /** Prepended to queue, table and function names (several runtimes on one set of emulators). */
+  readonly namePrefix?: string;
+  /** Extra variables for some functions (like `sam local --env-vars`): by function name, logical id or CDK path part. */
+  readonly envOverrides?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly logDir?: string;
+  readonly maxEnvironmentsPerFunction?: number;
+  /** Start event source mappings and schedules. @default true */
+  readonly startTriggers?: boolean;
+  /** First schedule run after this long instead of one period. */
+  readonly scheduleFirstRunAfterMs?: number;
+  readonly onInvoke?: FunctionHostOptions["onInvoke"];
+}
+
+export interface LocalRuntime {
+  readonly app: LocalApp;
+  readonly host: FunctionHost;
+  readonly eventSources: EventSource[];
+  /** A function by name, logical id, or a part of its CDK path (e.g. `/order-consumer/`). */
+  findFunction(what: string): LocalFunction;
+  /** Batches in flight in any event source, plus running invocations. */
+  busy(): number;
+  stop(): Promise<void>;
+}
+
+const EMULATOR_VARS = [
+  "AWS_ENDPOINT_URL",
+  "AWS_ENDPOINT_URL_DYNAMODB",
+  "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
+  "AWS_ENDPOINT_URL_SQS",
+  "AWS_REGION",
+  "AWS_DEFAULT_REGION",
+  "AWS_ACCESS_KEY_ID",
+  "AWS_SECRET_ACCESS_KEY",
+  "KAFKA_BROKERS",
+];
+
+export function matchFunction(fn: LocalFunction, what: string): boolean {
+  return fn.name === what || fn.logicalId === what || fn.cdkPath?.includes(what) === true;
+}
+
+/**
+ * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
+ * its functions' bundled code in Lambda-like execution environments, and runs their event source
+ * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics.
+ */
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const emulatorEnv: Record<string, string> = {};
+  for (const k of EMULATOR_VARS) {
+    const v = options.emulatorEnv?.[k] ?? process.env[k];
+    if (v !== undefined) emulatorEnv[k] = v;
+  }
+  let template = options.template;
+  let stackName = options.stackName ?? "LocalStack";
+  let assetRoot = options.assetRoot;
+  if (!template) {
+    if (!options.cdkOut) throw new Error("give cdkOut or template");
+    const stacks = loadCloudAssembly(options.cdkOut);
+    const stack = options.stackName ? stacks.find((s) => s.stackName === options.stackName) : stacks[0];
+    if (!stack) throw new Error(`no stack ${options.stackName ?? ""} in ${options.cdkOut}`);
+    if (!options.stackName && stacks.length > 1)
+      throw new Error(
+        `${options.cdkOut} has ${stacks.length} stacks; choose one: ${stacks.map((s) => s.stackName).join(", ")}`,
+      );
+    template = stack.template;
+    stackName = stack.stackName;
+    assetRoot = stack.assetRoot;
+  }
+  const region = emulatorEnv.AWS_REGION ?? "us-east-1";
+  const sqs = createSqsClient({
+    region,
+    ...(emulatorEnv.AWS_ENDPOINT_URL_SQS ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_SQS } : {}),
+  });
+  const ddb = new DynamoDBClient({
+    region,
+    ...(emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB } : {}),
+  });
+  const streams = new DynamoDBStreamsClient({
+    region,
+    ...(emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS
+      ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS }
+      : {}),
+  });
+  const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+  const app = await materialise({
+    template,
+    stackName,
+    ...(assetRoot ? { assetRoot } : {}),
+    kafkaBrokers: brokers,
+    region,
+    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+    sqs,
+    dynamodb: ddb,
+  });
+  const overrides = options.envOverrides ?? {};
+  const host = new FunctionHost(app.functions, {
+    baseEnv: emulatorEnv,
+    envOverrides: (fn) => {
+      const merged: Record<string, string> = {};
+      for (const [what, vars] of Object.entries(overrides))
+        if (matchFunction(fn, what)) Object.assign(merged, vars);
+      return merged;
+    },
+    ...(options.logDir ? { logDir: options.logDir } : {}),
+    ...(options.maxEnvironmentsPerFunction
+      ? { maxEnvironmentsPerFunction: options.maxEnvironmentsPerFunction }
+      : {}),
+    ...(options.onInvoke ? { onInvoke: options.onInvoke } : {}),
+  });
+  const kafka = brokers.length
+    ? new Kafka({
+        clientId: "local-runtime",
+        brokers,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 8, initialRetryTime: 200 },
+      })
+    : undefined;
+  const eventSources: EventSource[] = [];
+  for (const m of app.mappings) {
+    if (m.kind === "sqs") eventSources.push(sqsEventSource(m, host, sqs));
+    else if (m.kind === "dynamodb")
+      eventSources.push(dynamodbStreamEventSource(m, host, streams, sqs, region));
+    else if (kafka) eventSources.push(kafkaEventSource(m, host, kafka, sqs));
+    else
+      app.report.unsupported.push({
+        logicalId: m.logicalId,
+        type: "AWS::Lambda::EventSourceMapping",
+        detail: "no local Kafka (KAFKA_BROKERS)",
+      });
+  }
+  for (const s of app.schedules) {
+    eventSources.push(
+      scheduleEventSource(
+        s,
+        host,
+        region,
+        app.accountId,
+        options.scheduleFirstRunAfterMs !== undefined
+          ? { firstRunAfterMs: options.scheduleFirstRunAfterMs }
+          : {},
+      ),
+    );
+  }
+  const runtime: LocalRuntime = {
+    app,
+    host,
+    eventSources,
+    findFunction(what) {
+      const fn = app.functions.find((f) => matchFunction(f, what));
+      if (!fn) throw new Error(`no local function matches ${what}`);
+      return fn;
+    },
+    busy: () => eventSources.reduce((n, s) => n + s.inFlight(), 0) + host.inFlight(),
+    async stop() {
+      await Promise.allSettled(eventSources.map((s) => s.stop()));
+      await host.stop();
+      sqs.destroy();
+      ddb.destroy();
+      streams.destroy();
+    },
+  };
+  if (options.startTriggers !== false) {
+    try {
+      await Promise.all(eventSources.map((s) => s.start()));
+    } catch (error) {
+      await runtime.stop();
+      throw error;
+    }
+  }
+  return runtime;
+}
+
+/** The materialisation report as text lines (what `npm run local` prints). */
+export function formatReport(app: LocalApp): string[] {
+  const lines: string[] = [];
+  const r = app.report;
+  lines.push(`materialised ${r.created.length} resources of ${app.stackName}:`);
+  for (const c of r.created) lines.push(`  + ${c.type.padEnd(34)} ${c.detail}`);
+  if (r.inert.length) {
+    const byReason = new Map<string, string[]>();
+    for (const i of r.inert)
+      byReason.set(`${i.type}: ${i.detail}`, [
+        ...(byReason.get(`${i.type}: ${i.detail}`) ?? []),
+        i.logicalId,
+      ]);
+    lines.push(`no local effect (${r.inert.length}):`);
+    for (const [reason, ids] of byReason) lines.push(`  ~ ${reason} (${ids.length})`);
+  }
+  if (r.unsupported.length) {
+    lines.push(`NOT EMULATED (${r.unsupported.length}):`);
+    for (const u of r.unsupported) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
+  }
+  if (r.notes.length) {
+    lines.push("notes:");
+    for (const n of r.notes) lines.push(`  - ${n}`);
+  }
+  return lines;
+}
