@@ -87,6 +87,14 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
    * @default true
    */
   readonly reportBatchItemFailures?: boolean;
+  /**
+   * Claim the dedup keys of the whole batch up front, in a few grouped requests, instead of one
+   * claim per record on the record's critical path. A claim that has aged past half its lease by the
+   * time its record starts is renewed (fenced) first, so a stale claim is never acted on; claims of
+   * records that did not run are released before the batch ends. Records of retry topics are always
+   * claimed just in time (they may wait to come due). @default true
+   */
+  readonly claimAhead?: boolean;
   /** Stop starting records (and waiting for due retries) when less Lambda time than this remains. @default 5000 ms */
   readonly timeMarginMs?: number;
   /** Longest single wait for a retry record to come due. @default no cap besides the Lambda time */
@@ -171,6 +179,13 @@ export function createKafkaBatchProcessor<T>(
     return createHash("sha256").update(envelope.raw).digest("base64url");
   };
 
+  const claimedAt = new WeakMap<Lease, number>();
+  /** Half the lease's length, measured from when we first saw it. */
+  const leaseHalf = (lease: Lease): number => {
+    const seen = claimedAt.get(lease) ?? now();
+    return (lease.expiresAtMs - seen) / 2;
+  };
+
   /** Renews a long record's lease at a third of its length; aborts `signal` if it is lost. */
   function keepLease(dedup: DedupStore, lease: Lease, abort: AbortController): () => void {
     const length = Math.max(1000, lease.expiresAtMs - now());
@@ -220,6 +235,28 @@ export function createKafkaBatchProcessor<T>(
       if (first === undefined) firstById.set(p.envelope.id, i);
       return first;
     });
+
+    // Claim ahead: every main-topic record's key at once; the store coalesces them into few requests.
+    type Claim = Awaited<ReturnType<DedupStore["claim"]>>;
+    const preClaims = new Map<number, Promise<{ ok: true; claim: Claim } | { ok: false; error: unknown }>>();
+    if (dedup && (options.claimAhead ?? true)) {
+      envelopes.forEach((p, i) => {
+        if (!p.ok || duplicateOf[i] !== undefined || topicRole(ladder, views[i]!.topic).kind === "retry")
+          return;
+        const payloadHash = hashOf(p.envelope);
+        preClaims.set(
+          i,
+          dedup.claim(p.envelope.id, payloadHash ? { payloadHash } : {}).then(
+            (claim) => {
+              if (claim.status === "claimed") claimedAt.set(claim.lease, now());
+              return { ok: true as const, claim };
+            },
+            (error: unknown) => ({ ok: false as const, error }),
+          ),
+        );
+      });
+    }
+    const usedClaims = new Set<number>();
 
     const routes: { index: number; topic: string; message: OutgoingMessage }[] = [];
     const completions: { index: number; done: Promise<void> }[] = [];
@@ -313,11 +350,30 @@ export function createKafkaBatchProcessor<T>(
 
       let lease: Lease | undefined;
       if (dedup) {
-        let claim: Awaited<ReturnType<DedupStore["claim"]>>;
+        let claim: Claim;
         try {
-          const payloadHash = hashOf(envelope);
-          claim = await dedup.claim(envelope.id, payloadHash ? { payloadHash } : {});
+          const pre = preClaims.get(index);
+          usedClaims.add(index);
+          if (pre) {
+            const settledClaim = await pre;
+            if (!settledClaim.ok) throw settledClaim.error;
+            claim = settledClaim.claim;
+            // An aged claim is renewed first; LeaseLostError means someone took the key meanwhile.
+            if (claim.status === "claimed" && claim.lease.expiresAtMs - now() < leaseHalf(claim.lease)) {
+              claim = { status: "claimed", lease: await dedup.renew(claim.lease) };
+            }
+          } else {
+            const payloadHash = hashOf(envelope);
+            claim = await dedup.claim(envelope.id, payloadHash ? { payloadHash } : {});
+          }
         } catch (error) {
+          if (error instanceof LeaseLostError) {
+            return fail(
+              index,
+              new InProgressElsewhereError(`'${envelope.id}' was claimed elsewhere`),
+              envelope.id,
+            );
+          }
           return fail(index, error, envelope.id);
         }
         if (claim.status === "duplicate") {
@@ -364,6 +420,23 @@ export function createKafkaBatchProcessor<T>(
       })),
       { concurrency, stopKeyOnFailure: true, canStart: () => remaining() > margin },
     );
+    // Claims taken ahead for records that never reached their handler (skipped, routed as followers,
+    // not due, out of time) are released, so a retry copy or redelivery can claim them at once.
+    if (dedup && preClaims.size > 0) {
+      await Promise.all(
+        [...preClaims].map(async ([i, pre]) => {
+          if (usedClaims.has(i)) return;
+          const r = await pre;
+          if (r.ok && r.claim.status === "claimed") {
+            await dedup
+              .release(r.claim.lease)
+              .catch((error: unknown) =>
+                log("could not release an unused dedup claim", views[i]!, { error: describeError(error) }),
+              );
+          }
+        }),
+      );
+    }
     const outcomes: Outcome[] = settled.map((s, i) => {
       if (s.status === "fulfilled") return s.value;
       if (s.status === "skipped") {

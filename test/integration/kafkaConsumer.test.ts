@@ -452,6 +452,37 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     expect((await other.claim("orders:0:1")).status).toBe("duplicate");
   });
 
+  it("claims ahead, but never acts on a claim that went stale and was taken meanwhile", async () => {
+    const scope = name("ahead");
+    const thief = createDedupStore({ tableName: table, scope, client: ddb });
+    const ran: number[] = [];
+    const { process } = processor<{ i: number }>(
+      async (env) => {
+        ran.push(env.body.i);
+        if (env.body.i === 1) {
+          // Outlive the second record's claim (taken ahead, 1 s), then let another instance take its key.
+          await new Promise((r) => setTimeout(r, 1_600));
+          expect((await thief.claim("m-2")).status).toBe("claimed");
+        }
+      },
+      { failureMode: "partial-batch", idempotency: { tableName: table, scope, leaseMs: 1_000 } },
+    );
+    const h = (id: string) => [{ "message-id": [...Buffer.from(id)] }];
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${t}-0`]: [
+          rec(0, 1, "a", { i: 1 }, { headers: h("m-1") }),
+          rec(0, 2, "a", { i: 2 }, { headers: h("m-2") }),
+        ],
+      },
+    };
+    expect(await process(event, lambdaContext())).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${t}-0`, offset: 2 } }],
+    });
+    expect(ran).toEqual([1]);
+  });
+
   it("the Middy handler rejects an event of an unknown shape", async () => {
     const handler = kafkaConsumer(async () => {}, { telemetry: recordingTelemetry(), idempotency: false });
     await expect(handler({ Records: [{ body: "sqs?" }] }, lambdaContext())).rejects.toThrow(
