@@ -107,16 +107,19 @@ async function main(): Promise<number> {
   mkdirSync(logDir, { recursive: true });
 
   log("local: starting DynamoDB Local, fauxqs and the Kafka mock; synthesizing the CDK app...");
+  // One after the other: on a small machine, esbuild bundling slows the emulators' start (JVM) past its timeout.
+  const emulators = await startEmulators();
   const synthStarted = Date.now();
-  const [emulators, cdkOut] = await Promise.all([
-    startEmulators(),
-    values["cdk-out"]
-      ? Promise.resolve(resolve(values["cdk-out"]))
-      : synthesize({ projectDir: PROJECT_DIR, outdir: join(runDir, "cdk.out") }).then((dir) => {
-          log(`local: synthesized in ${((Date.now() - synthStarted) / 1000).toFixed(1)} s`);
-          return dir;
-        }),
-  ]);
+  let cdkOut: string;
+  try {
+    cdkOut = values["cdk-out"]
+      ? resolve(values["cdk-out"])
+      : await synthesize({ projectDir: PROJECT_DIR, outdir: join(runDir, "cdk.out") });
+  } catch (error) {
+    await emulators.stop();
+    throw error;
+  }
+  if (!values["cdk-out"]) log(`local: synthesized in ${((Date.now() - synthStarted) / 1000).toFixed(1)} s`);
   const ddb = new DynamoDBClient({});
   const sqs = createSqsClient();
   const kafka = new Kafka({

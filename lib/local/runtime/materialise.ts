@@ -403,8 +403,12 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     const code = p.Code as Record<string, unknown> | undefined;
     const assetPath = r.Metadata?.["aws:asset:path"];
     let codeDir: string;
+    const s3Key = typeof code?.S3Key === "string" ? /^([0-9a-f]{64})\.zip$/.exec(code.S3Key)?.[1] : undefined;
     if (typeof assetPath === "string" && options.assetRoot) {
       codeDir = join(options.assetRoot, assetPath);
+    } else if (s3Key && options.assetRoot && existsSync(join(options.assetRoot, `asset.${s3Key}`))) {
+      // No asset metadata (synthesized without the CLI's context): the S3 key names the asset hash.
+      codeDir = join(options.assetRoot, `asset.${s3Key}`);
     } else if (typeof code?.ZipFile === "string") {
       const source = resolveString(code.ZipFile, ctx, `${id}.Code.ZipFile`);
       codeDir = join(

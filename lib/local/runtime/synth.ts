@@ -21,7 +21,13 @@ export async function synthesize(options: SynthOptions): Promise<string> {
     app: string;
     context?: Record<string, unknown>;
   };
-  const context = { ...cdkJson.context, ...options.context };
+  // What the CLI adds: asset and path metadata (the local runtime finds bundled code through them).
+  const context = {
+    "aws:cdk:enable-asset-metadata": true,
+    "aws:cdk:enable-path-metadata": true,
+    ...cdkJson.context,
+    ...options.context,
+  };
   const bin = join(options.projectDir, "node_modules", ".bin");
   let output = "";
   const child = spawn(cdkJson.app, {

@@ -1,0 +1,489 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { type DynamoDBClient, PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
+import { afterAll, describe, expect, it } from "vitest";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import type { CfnTemplate } from "../../lib/local/runtime/cloudAssembly.ts";
+import { type LocalRuntime, startLocalRuntime } from "../../lib/local/runtime/localRuntime.ts";
+import { dynamodb, kafka, sqs } from "../support/clients.ts";
+import { names } from "../support/names.ts";
+
+const name = names(import.meta.url);
+const ASSET_ROOT = fileURLToPath(new URL("../fixtures/templates/", import.meta.url));
+const ddb = dynamodb();
+const sqsClient = sqs();
+const runtimes: LocalRuntime[] = [];
+const recordTables: string[] = [];
+
+afterAll(async () => {
+  await Promise.allSettled(runtimes.map((r) => r.stop()));
+  for (const t of recordTables) await deleteTable(ddb, t);
+});
+
+/** A table the scripted handler records its invocations in (pk = request id). */
+async function recordTable(what: string): Promise<string> {
+  const t = name(`${what}-record`);
+  await createDedupTable(ddb, t);
+  recordTables.push(t);
+  return t;
+}
+
+interface Invocation {
+  at: bigint;
+  ids: string[];
+  source: string;
+  remainingMs: number;
+}
+
+async function invocations(client: DynamoDBClient, table: string): Promise<Invocation[]> {
+  const out = await client.send(new ScanCommand({ TableName: table }));
+  return (out.Items ?? [])
+    .map((i) => ({
+      at: BigInt(i.hr!.N!),
+      ids: i.ids!.L!.map((v) => v.S!),
+      source: i.source!.S!,
+      remainingMs: Number(i.remainingMs!.N),
+    }))
+    .sort((a, b) => (a.at < b.at ? -1 : 1));
+}
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (ok(v)) return v;
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${what}: ${JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? String(x) : x))}`,
+      );
+    await sleep(250);
+  }
+}
+
+async function readOne(
+  k: ReturnType<typeof kafka>,
+  topic: string,
+): Promise<{ value: string; headers: Record<string, string> }> {
+  const consumer = k.consumer({ groupId: name(`reader-${topic}`), maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  const got = await new Promise<{ value: string; headers: Record<string, string> }>((resolve) => {
+    void consumer.run({
+      eachMessage: async ({ message }) =>
+        resolve({
+          value: message.value?.toString() ?? "",
+          headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([h, v]) => [h, String(v)])),
+        }),
+    });
+  });
+  await consumer.disconnect();
+  return got;
+}
+
+const LOG_DIR = join(tmpdir(), "local-runtime-test-logs");
+
+const scriptedFunction = (env: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  Type: "AWS::Lambda::Function",
+  Metadata: { "aws:asset:path": "scripted" },
+  Properties: {
+    Runtime: "nodejs24.x",
+    Handler: "index.handler",
+    Timeout: 10,
+    MemorySize: 256,
+    Code: { S3Bucket: { "Fn::Sub": "cdk-assets-${AWS::AccountId}-${AWS::Region}" }, S3Key: "scripted.zip" },
+    Environment: { Variables: env },
+    ...extra,
+  },
+});
+
+describe("local runtime: SQS trigger", () => {
+  it("deletes only what succeeded under ReportBatchItemFailures, redelivers a failed batch whole, drops filtered messages", async () => {
+    const record = await recordTable("sqs");
+    const template: CfnTemplate = {
+      Resources: {
+        Dlq: { Type: "AWS::SQS::Queue", Properties: {} },
+        Queue: {
+          Type: "AWS::SQS::Queue",
+          Properties: {
+            VisibilityTimeout: 2,
+            RedrivePolicy: { deadLetterTargetArn: { "Fn::GetAtt": ["Dlq", "Arn"] }, maxReceiveCount: 5 },
+          },
+        },
+        Filtered: { Type: "AWS::SQS::Queue", Properties: { VisibilityTimeout: 2 } },
+        Role: { Type: "AWS::IAM::Role", Properties: {} },
+        Fn: scriptedFunction({
+          RECORD_TABLE: record,
+          QUEUE_URL: { Ref: "Queue" },
+          ROLE: { "Fn::GetAtt": ["Role", "Arn"] },
+        }),
+        Mapping: {
+          Type: "AWS::Lambda::EventSourceMapping",
+          Properties: {
+            FunctionName: { Ref: "Fn" },
+            EventSourceArn: { "Fn::GetAtt": ["Queue", "Arn"] },
+            BatchSize: 10,
+            FunctionResponseTypes: ["ReportBatchItemFailures"],
+            ScalingConfig: { MaximumConcurrency: 2 },
+          },
+        },
+        FilteredMapping: {
+          Type: "AWS::Lambda::EventSourceMapping",
+          Properties: {
+            FunctionName: { Ref: "Fn" },
+            EventSourceArn: { "Fn::GetAtt": ["Filtered", "Arn"] },
+            FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ body: { kind: ["keep"] } }) }] },
+          },
+        },
+        Topic: { Type: "AWS::SNS::Topic", Properties: {} },
+      },
+    };
+    const runtime = await startLocalRuntime({
+      template,
+      assetRoot: ASSET_ROOT,
+      stackName: "Sqs",
+      namePrefix: name(""),
+      startTriggers: false,
+      logDir: LOG_DIR,
+    });
+    runtimes.push(runtime);
+    const { app } = runtime;
+    expect(app.report.unsupported.map((u) => u.type)).toEqual(["AWS::SNS::Topic"]);
+    expect(app.report.inert.map((u) => u.type)).toContain("AWS::IAM::Role");
+    const fn = app.functions[0]!;
+    const queue = app.queues.find((q) => q.logicalId === "Queue")!;
+    expect(fn.environment.QUEUE_URL).toBe(queue.url);
+    expect(fn.environment.ROLE).toMatch(/^arn:aws:iam::000000000000:role\//);
+    expect(queue.deadLetterQueueArn).toBe(app.queues.find((q) => q.logicalId === "Dlq")!.arn);
+
+    // Batch A: one partial failure (first delivery only). Batch B: a function error (first delivery only).
+    await sqsClient.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: ["ok", "ok", "failOnce", "ok"].map((d, i) => ({
+          Id: String(i),
+          MessageBody: JSON.stringify({ id: `a${i}`, do: d }),
+        })),
+      }),
+    );
+    const filtered = app.queues.find((q) => q.logicalId === "Filtered")!;
+    await sqsClient.send(
+      new SendMessageBatchCommand({
+        QueueUrl: filtered.url,
+        Entries: ["keep", "drop", "keep"].map((k, i) => ({
+          Id: String(i),
+          MessageBody: JSON.stringify({ id: `f${i}`, do: "ok", kind: k }),
+        })),
+      }),
+    );
+    await Promise.all(runtime.eventSources.map((s) => s.start()));
+    const fromQueue = (all: Invocation[]) => all.filter((i) => i.source === queue.arn);
+    const afterA = await until(
+      "the partial failure's redelivery",
+      () => invocations(ddb, record),
+      (all) =>
+        fromQueue(all)
+          .flatMap((i) => i.ids)
+          .filter((id) => id === "a2").length >= 2,
+    );
+    const a = fromQueue(afterA);
+    expect(a[0]!.ids.sort()).toEqual(["a0", "a1", "a2", "a3"]);
+    // Only a2 came back: the successes were deleted.
+    expect(a.slice(1).flatMap((i) => i.ids)).toEqual(["a2"]);
+    expect(a[0]!.remainingMs).toBeGreaterThan(8_000);
+    expect(a[0]!.remainingMs).toBeLessThanOrEqual(10_000);
+
+    await sqsClient.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: ["ok", "throwOnce", "ok"].map((d, i) => ({
+          Id: String(i),
+          MessageBody: JSON.stringify({ id: `b${i}`, do: d }),
+        })),
+      }),
+    );
+    const afterB = await until(
+      "the failed batch's redelivery",
+      () => invocations(ddb, record),
+      (all) =>
+        fromQueue(all)
+          .flatMap((i) => i.ids)
+          .filter((id) => id.startsWith("b")).length >= 6,
+    );
+    const b = fromQueue(afterB)
+      .flatMap((i) => i.ids)
+      .filter((id) => id.startsWith("b"));
+    // A function error deletes nothing: every message of the batch is delivered again.
+    expect(b.filter((id) => id === "b0")).toHaveLength(2);
+    expect(b.filter((id) => id === "b2")).toHaveLength(2);
+
+    // Filtered: the non-matching message never reaches the function, and is deleted.
+    const f = (await invocations(ddb, record)).filter((i) => i.source === filtered.arn).flatMap((i) => i.ids);
+    expect(f.sort()).toEqual(["f0", "f2"]);
+    await until(
+      "the queues to drain",
+      async () => {
+        const out = await sqsClient.send(
+          new ReceiveMessageCommand({ QueueUrl: filtered.url, WaitTimeSeconds: 0 }),
+        );
+        return out.Messages?.length ?? 0;
+      },
+      (n) => n === 0,
+    );
+    await runtime.stop();
+  });
+});
+
+describe("local runtime: DynamoDB Streams trigger", () => {
+  it("checkpoints at the lowest failed sequence number, bisects on errors, discards after MaximumRetryAttempts with metadata to the on-failure queue", async () => {
+    const record = await recordTable("ddb");
+    const streamMapping = (table: string, extra: Record<string, unknown>) => ({
+      Type: "AWS::Lambda::EventSourceMapping",
+      Properties: {
+        FunctionName: { Ref: "Fn" },
+        EventSourceArn: { "Fn::GetAtt": [table, "StreamArn"] },
+        StartingPosition: "TRIM_HORIZON",
+        BatchSize: 10,
+        // Long enough for every record written before the start to be in the first batch.
+        MaximumBatchingWindowInSeconds: 2,
+        MaximumRetryAttempts: 1,
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+        FilterCriteria: {
+          Filters: [
+            {
+              Pattern: JSON.stringify({
+                eventName: ["INSERT"],
+                dynamodb: { Keys: { pk: { S: [{ prefix: "ITEM#" }] } } },
+              }),
+            },
+          ],
+        },
+        DestinationConfig: { OnFailure: { Destination: { "Fn::GetAtt": ["Failures", "Arn"] } } },
+        ...extra,
+      },
+    });
+    const table = {
+      Type: "AWS::DynamoDB::Table",
+      Properties: {
+        BillingMode: "PAY_PER_REQUEST",
+        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+        StreamSpecification: { StreamViewType: "NEW_IMAGE" },
+        TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
+      },
+    };
+    const template: CfnTemplate = {
+      Resources: {
+        Partial: table,
+        Bisect: table,
+        Failures: { Type: "AWS::SQS::Queue", Properties: {} },
+        Fn: scriptedFunction({ RECORD_TABLE: record }),
+        PartialMapping: streamMapping("Partial", {}),
+        BisectMapping: streamMapping("Bisect", { BisectBatchOnFunctionError: true }),
+      },
+    };
+    const runtime = await startLocalRuntime({
+      template,
+      assetRoot: ASSET_ROOT,
+      stackName: "Ddb",
+      namePrefix: name(""),
+      startTriggers: false,
+      logDir: LOG_DIR,
+    });
+    runtimes.push(runtime);
+    const t = (id: string) => runtime.app.tables.find((x) => x.logicalId === id)!;
+    const put = (tableName: string, pk: string, d = "ok") =>
+      ddb.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: pk }, do: { S: d } } }));
+    for (const [i, d] of ["ok", "ok", "fail", "ok", "ok"].entries())
+      await put(t("Partial").name, `ITEM#p${i}`, d);
+    await put(t("Partial").name, "OTHER#x");
+    for (const [i, d] of ["ok", "ok", "throw", "ok"].entries()) await put(t("Bisect").name, `ITEM#b${i}`, d);
+    await Promise.all(runtime.eventSources.map((s) => s.start()));
+
+    const failures = runtime.app.queues[0]!;
+    const received = await until(
+      "two discarded batches",
+      async () => {
+        const out = await sqsClient.send(
+          new ReceiveMessageCommand({
+            QueueUrl: failures.url,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            VisibilityTimeout: 60,
+          }),
+        );
+        return out.Messages ?? [];
+      },
+      (m) => m.length >= 1,
+    );
+    const all = [...received];
+    if (all.length < 2) {
+      const more = await until(
+        "the second discarded batch",
+        async () =>
+          (
+            await sqsClient.send(
+              new ReceiveMessageCommand({
+                QueueUrl: failures.url,
+                MaxNumberOfMessages: 10,
+                WaitTimeSeconds: 1,
+                VisibilityTimeout: 60,
+              }),
+            )
+          ).Messages ?? [],
+        (m) => m.length >= 1,
+      );
+      all.push(...more);
+    }
+    const bodies = all.map(
+      (m) =>
+        JSON.parse(m.Body!) as {
+          requestContext: { condition: string };
+          DDBStreamBatchInfo: { batchSize: number; streamArn: string };
+        },
+    );
+    for (const b of bodies) {
+      expect(b.requestContext.condition).toBe("RetryAttemptsExhausted");
+      expect(JSON.stringify(b)).not.toContain("NewImage"); // metadata only
+    }
+    const inv = await invocations(ddb, record);
+    const partial = inv.filter((i) => i.source === t("Partial").streamArn).map((i) => i.ids);
+    // Checkpoint at p2 (the failed sequence number): the retry starts there; after one retry the rest is discarded.
+    expect(partial).toEqual([
+      ["ITEM#p0", "ITEM#p1", "ITEM#p2", "ITEM#p3", "ITEM#p4"],
+      ["ITEM#p2", "ITEM#p3", "ITEM#p4"],
+    ]);
+    expect(
+      bodies.find((b) => b.DDBStreamBatchInfo.streamArn === t("Partial").streamArn)?.DDBStreamBatchInfo
+        .batchSize,
+    ).toBe(3);
+    const bisect = inv.filter((i) => i.source === t("Bisect").streamArn).map((i) => i.ids);
+    // Bisect without using retries, then retry the lone failing record once, discard it, go on.
+    expect(bisect).toEqual([
+      ["ITEM#b0", "ITEM#b1", "ITEM#b2", "ITEM#b3"],
+      ["ITEM#b0", "ITEM#b1"],
+      ["ITEM#b2", "ITEM#b3"],
+      ["ITEM#b2"],
+      ["ITEM#b2"],
+      ["ITEM#b3"],
+    ]);
+    expect(
+      bodies.find((b) => b.DDBStreamBatchInfo.streamArn === t("Bisect").streamArn)?.DDBStreamBatchInfo
+        .batchSize,
+    ).toBe(1);
+    await runtime.stop();
+  });
+});
+
+describe("local runtime: MSK trigger", () => {
+  it("commits offsets only after success, resumes at a partial response's offset, and sends exhausted records to the kafka:// destination", async () => {
+    const record = await recordTable("msk");
+    const topic = name("events");
+    const dlt = name("events-dlt");
+    const group = name("group");
+    const template: CfnTemplate = {
+      Resources: {
+        Topic: {
+          Type: "AWS::MSK::Topic",
+          Properties: {
+            ClusterArn: "arn:aws:kafka:us-east-1:111111111111:cluster/c/1",
+            TopicName: topic,
+            PartitionCount: 4,
+            ReplicationFactor: 3,
+          },
+        },
+        Dlt: {
+          Type: "AWS::MSK::Topic",
+          Properties: {
+            ClusterArn: "arn:aws:kafka:us-east-1:111111111111:cluster/c/1",
+            TopicName: dlt,
+            PartitionCount: 4,
+            ReplicationFactor: 3,
+          },
+        },
+        Fn: scriptedFunction({
+          RECORD_TABLE: record,
+          KAFKA_BROKERS: "b-1.c.abc.c1.kafka.us-east-1.amazonaws.com:9098",
+          MSK_IAM_AUTH: "true",
+        }),
+        Mapping: {
+          Type: "AWS::Lambda::EventSourceMapping",
+          DependsOn: ["Topic"],
+          Properties: {
+            FunctionName: { Ref: "Fn" },
+            EventSourceArn: "arn:aws:kafka:us-east-1:111111111111:cluster/c/1",
+            Topics: [topic],
+            AmazonManagedKafkaEventSourceConfig: { ConsumerGroupId: group },
+            StartingPosition: "TRIM_HORIZON",
+            BatchSize: 10,
+            MaximumBatchingWindowInSeconds: 1,
+            MaximumRetryAttempts: 1,
+            FunctionResponseTypes: ["ReportBatchItemFailures"],
+            ProvisionedPollerConfig: { MinimumPollers: 1, MaximumPollers: 1 },
+            DestinationConfig: { OnFailure: { Destination: `kafka://${dlt}` } },
+          },
+        },
+      },
+    };
+    const k = kafka("local-runtime-test");
+    const producer = k.producer();
+    await producer.connect();
+    const runtime = await startLocalRuntime({
+      template,
+      assetRoot: ASSET_ROOT,
+      stackName: "Msk",
+      namePrefix: name(""),
+      startTriggers: false,
+      logDir: LOG_DIR,
+    });
+    runtimes.push(runtime);
+    const fn = runtime.app.functions[0]!;
+    expect(fn.environment.KAFKA_BROKERS).toBe(process.env.KAFKA_BROKERS);
+    expect(fn.environment.MSK_IAM_AUTH).toBe("false");
+    await producer.send({
+      topic,
+      messages: ["ok", "ok", "failOnce", "ok", "ok", "fail"].map((d, i) => ({
+        partition: 0,
+        key: "k",
+        value: JSON.stringify({ id: `m${i}`, do: d }),
+      })),
+    });
+    await Promise.all(runtime.eventSources.map((s) => s.start()));
+    const admin = k.admin();
+    await admin.connect();
+    const committed = await until(
+      "offset 6 committed",
+      async () =>
+        (await admin.fetchOffsets({ groupId: group, topics: [topic] }))[0]!.partitions.find(
+          (p) => p.partition === 0,
+        )?.offset,
+      (o) => o === "6",
+      45_000,
+    );
+    expect(committed).toBe("6");
+    const inv = (await invocations(ddb, record)).map((i) => i.ids);
+    // One batch of the partition; the partial response (m2 and m5) resumes at the lowest, m2; the
+    // retry reports m5 again: m2..m4 are committed, and with MaximumRetryAttempts 1 spent, m5 goes
+    // to the dead-letter topic and its offset is committed too.
+    expect(inv).toEqual([
+      ["m0", "m1", "m2", "m3", "m4", "m5"],
+      ["m2", "m3", "m4", "m5"],
+    ]);
+    const ends = await admin.fetchTopicOffsets(dlt);
+    expect(ends.reduce((n, e) => n + Number(e.high), 0)).toBe(1);
+    const dead = await readOne(k, dlt);
+    expect(JSON.parse(dead.value)).toEqual({ id: "m5", do: "fail" });
+    expect(dead.headers["x-original-offset"]).toBe("5");
+    expect(dead.headers["x-lambda-condition"]).toBe("RetryAttemptsExhausted");
+    await admin.disconnect();
+    await producer.disconnect();
+    await runtime.stop();
+  });
+});
