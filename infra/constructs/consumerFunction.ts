@@ -85,8 +85,11 @@ export interface MskTriggerOptions {
    */
   readonly pollers?: { readonly minimumPollers: number; readonly maximumPollers: number };
   /**
-   * Whole-invocation retries (function crash or timeout). Record failures go through the retry
-   * ladder instead. @default 2
+   * Whole-invocation retries on the main topic (function crash or timeout), after which Lambda
+   * sends the batch to the `.DLQ` topic. Record failures go through the retry ladder instead.
+   * Retry-topic mappings always retry without limit and have no on-failure destination: the
+   * consumer hands back records that are not due yet, and those must wait, not be dead-lettered.
+   * @default 2
    */
   readonly retryAttempts?: number;
   /** @default true */
@@ -254,9 +257,14 @@ export class ConsumerFunction extends Construct {
           maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(1),
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
-          bisectBatchOnError: options.bisectBatchOnError ?? true,
-          retryAttempts: options.retryAttempts ?? 2,
-          onFailure: new KafkaDlq(deadLetter.name),
+          ...(t.role === "main"
+            ? {
+                bisectBatchOnError: options.bisectBatchOnError ?? true,
+                retryAttempts: options.retryAttempts ?? 2,
+                onFailure: new KafkaDlq(deadLetter.name),
+              }
+            : // -1: until the record is due and done. (With an on-failure destination Lambda caps retries at 10.)
+              { retryAttempts: -1 }),
         }),
     );
     MskGrants.eventSourceMapping(this.function, cluster);
