@@ -17,6 +17,11 @@ export interface DynamoDbLocalOptions {
   readonly sharedDb?: boolean;
   /** @default 20000 */
   readonly startTimeoutMs?: number;
+  /**
+   * Keep the database in this directory instead of in memory, so a killed and restarted instance
+   * finds its tables, items and streams again (chaos tests). @default in memory
+   */
+  readonly dbPath?: string;
 }
 
 const JAVA_HINT = "apt-get install -y openjdk-17-jre-headless (DynamoDB Local needs Java 17+)";
@@ -70,7 +75,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     "-cp",
     `${launcherDir}:${join(dist, "DynamoDBLocal.jar")}:${join(lib, "*")}`,
     LAUNCHER,
-    "-inMemory",
+    ...(options.dbPath ? ["-dbPath", options.dbPath] : ["-inMemory"]),
     "-disableTelemetry",
     // A placeholder: the launcher rebinds to 127.0.0.1 on a port the OS picks.
     "-port",

@@ -1,0 +1,239 @@
+import type { Message } from "@aws-sdk/client-sqs";
+import type { ChargeCall } from "./paymentProvider.ts";
+import type { ReferenceService } from "./referenceService.ts";
+import { readQueue, readTopic, scanTable, type TopicRecord } from "./storedState.ts";
+
+/**
+ * The invariants of the reference service, checked on stored data only: the app table, the
+ * dedup table's neighbours, the queues, the topics and the payment provider's ledger.
+ */
+export const CHAOS_ID = "chaos-id";
+
+export type Expectation =
+  /** A valid order: ORDER + inbox marker + one OrderPlaced, published, charged (once). */
+  | { readonly kind: "good"; readonly orderId: string }
+  /** Poison for the SQS consumer (bad JSON, wrong schema, no id...): parked in the orders DLQ. */
+  | { readonly kind: "sqs-poison"; readonly errorType: string }
+  /** A valid order the payment provider declines: in the app table, then on the Kafka DLQ. */
+  | { readonly kind: "declined"; readonly orderId: string };
+
+export interface CheckFigures {
+  lost: number;
+  /** On the transactional path (inbox + order + outbox in one transaction): must be 0. */
+  duplicateEffects: number;
+  dlq: number;
+  poisonParkedCorrectly: boolean;
+  [extra: string]: unknown;
+}
+
+export interface ScenarioFigures extends CheckFigures {
+  messages: number;
+  faultsInjected: number;
+}
+
+export interface PipelineCheck {
+  readonly figures: CheckFigures;
+  readonly details: {
+    readonly halfApplied: string[];
+    readonly lostIds: string[];
+    readonly misparked: string[];
+    readonly pendingOutbox: number;
+    readonly leaseGuardedDuplicates: number;
+    readonly unaccountedDuplicates: string[];
+    readonly crashesAfterEffect: number;
+    readonly redeliveredEvents: number;
+  };
+}
+
+interface ParkedContext {
+  "x-last-error"?: string;
+  "x-consumer"?: string;
+  "x-message-id"?: string;
+  "x-original-queue"?: string;
+  "x-original-topic"?: string;
+}
+
+function sqsContext(m: Message): ParkedContext | undefined {
+  const raw = m.MessageAttributes?.["x-failure-context"]?.StringValue;
+  if (raw) return JSON.parse(raw) as ParkedContext;
+  const folded = m.MessageAttributes?.["x-folded-attributes"]?.StringValue;
+  if (folded) {
+    const f = JSON.parse(folded) as Record<string, { StringValue?: string }>;
+    const inner = f["x-failure-context"]?.StringValue;
+    if (inner) return JSON.parse(inner) as ParkedContext;
+  }
+  return undefined;
+}
+
+function chaosIdOf(m: Message): string | undefined {
+  const direct = m.MessageAttributes?.[CHAOS_ID]?.StringValue;
+  if (direct) return direct;
+  const folded = m.MessageAttributes?.["x-folded-attributes"]?.StringValue;
+  if (folded) return (JSON.parse(folded) as Record<string, { StringValue?: string }>)[CHAOS_ID]?.StringValue;
+  return undefined;
+}
+
+function orderIdOf(r: TopicRecord): string | undefined {
+  try {
+    return (JSON.parse(r.value ?? "") as { orderId?: string }).orderId;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Checks the whole pipeline once it is quiet. `expected` maps each sent message's chaos id to
+ * what must have become of it.
+ */
+export async function checkPipeline(
+  service: ReferenceService,
+  expected: ReadonlyMap<string, Expectation>,
+  options: { paymentsRan?: boolean } = {},
+): Promise<PipelineCheck> {
+  const paymentsRan = options.paymentsRan ?? true;
+  const n = service.names;
+  const items = await scanTable(service.dynamodb, n.appTable);
+  const orders = new Map<string, number>();
+  const markers = new Set<string>();
+  const events = new Map<string, string[]>();
+  let pendingOutbox = 0;
+  for (const i of items) {
+    const pk = i.pk?.S ?? "";
+    if (pk.startsWith("ORDER#")) orders.set(pk.slice(6), (orders.get(pk.slice(6)) ?? 0) + 1);
+    else if (pk.startsWith("INBOX#order-consumer#")) markers.add(pk.slice("INBOX#order-consumer#".length));
+    else if (pk.startsWith("OUTBOX#order#")) {
+      const id = pk.slice("OUTBOX#order#".length);
+      events.set(id, [...(events.get(id) ?? []), i.eventId?.S ?? ""]);
+      if (i.pending !== undefined) pendingOutbox++;
+    }
+  }
+  const [ordersDlq, parking, topicRecords, deadLetters] = await Promise.all([
+    readQueue(service.sqs, n.ordersDlqUrl),
+    readQueue(service.sqs, n.parkingUrl),
+    readTopic(service.kafka, n.topic),
+    readTopic(service.kafka, n.deadLetterTopic),
+  ]);
+  const ledger: ChargeCall[] = service.provider.readLedger();
+
+  const halfApplied: string[] = [];
+  const ids = new Set([...orders.keys(), ...markers, ...events.keys()]);
+  let duplicateEffects = 0;
+  for (const id of ids) {
+    const o = orders.get(id) ?? 0;
+    const e = events.get(id)?.length ?? 0;
+    if (o !== 1 || !markers.has(id) || e < 1) halfApplied.push(id);
+    if (e > 1) duplicateEffects += e - 1;
+  }
+
+  const publishedIds = new Map<string, number>();
+  for (const r of topicRecords) {
+    const id = r.headers["message-id"] ?? "";
+    publishedIds.set(id, (publishedIds.get(id) ?? 0) + 1);
+  }
+  const redeliveredEvents = [...publishedIds.values()].reduce((s, c) => s + c - 1, 0);
+  const deadLettered = new Map<string, TopicRecord>();
+  for (const r of deadLetters) {
+    const id = orderIdOf(r);
+    if (id) deadLettered.set(id, r);
+  }
+  const charges = new Map<string, ChargeCall[]>();
+  for (const c of ledger) charges.set(c.orderId, [...(charges.get(c.orderId) ?? []), c]);
+  const parkedByChaosId = new Map<string, Message>();
+  for (const m of ordersDlq) {
+    const id = chaosIdOf(m);
+    if (id) parkedByChaosId.set(id, m);
+  }
+
+  const lostIds: string[] = [];
+  const misparked: string[] = [];
+  let leaseGuardedDuplicates = 0;
+  let crashesAfterEffect = 0;
+  const unaccountedDuplicates: string[] = [];
+  for (const [chaosId, exp] of expected) {
+    const parked = parkedByChaosId.get(chaosId);
+    if (exp.kind === "sqs-poison") {
+      if (!parked) {
+        lostIds.push(chaosId);
+        continue;
+      }
+      const ctx = sqsContext(parked);
+      const type = ctx?.["x-last-error"]?.split(":")[0];
+      if (type !== exp.errorType || !ctx?.["x-consumer"] || !ctx["x-original-queue"]) {
+        misparked.push(`${chaosId}: ${type ?? "no context"} (expected ${exp.errorType})`);
+      }
+      continue;
+    }
+    const id = exp.orderId;
+    if (parked) {
+      // A valid order must never be dead-lettered by the SQS consumer.
+      misparked.push(
+        `${chaosId}: good order ${id} in the orders DLQ (${sqsContext(parked)?.["x-last-error"]})`,
+      );
+      continue;
+    }
+    const eventIds = events.get(id) ?? [];
+    const published = eventIds.some((e) => publishedIds.has(e));
+    if (!orders.has(id) || eventIds.length === 0 || !published) {
+      lostIds.push(
+        `${chaosId}:${id}${!orders.has(id) ? " (no order)" : !published ? " (not published)" : ""}`,
+      );
+      continue;
+    }
+    if (!paymentsRan) continue;
+    const calls = charges.get(id) ?? [];
+    const charged = calls.filter((c) => c.outcome === "charged");
+    if (exp.kind === "declined") {
+      const dl = deadLettered.get(id);
+      if (!dl) lostIds.push(`${chaosId}:${id} (declined, not on the DLQ topic)`);
+      else if (
+        !dl.headers["x-last-error"]?.startsWith("PaymentDeclinedError") ||
+        !dl.headers["x-original-topic"]
+      )
+        misparked.push(`${chaosId}: ${id} on the DLQ topic without its context`);
+      continue;
+    }
+    if (charged.length === 0) {
+      if (deadLettered.has(id))
+        misparked.push(
+          `${chaosId}: good order ${id} on the DLQ topic (${deadLettered.get(id)?.headers["x-last-error"]})`,
+        );
+      else lostIds.push(`${chaosId}:${id} (never charged)`);
+      continue;
+    }
+    // Lease-guarded external effect: every repeat must follow a crash after an earlier charge.
+    const crashes = calls.filter((c) => c.crashAfter).length;
+    crashesAfterEffect += crashes;
+    const repeats = charged.length - 1;
+    leaseGuardedDuplicates += repeats;
+    // Charge k (k ≥ 1) is accounted for only if charge k-1 was followed by a crash of its caller
+    // before it could complete the dedup record.
+    for (let k = 1; k < charged.length; k++) {
+      if (!charged[k - 1]!.crashAfter) {
+        unaccountedDuplicates.push(`${id}: charge #${k + 1} without a crash after charge #${k}`);
+        break;
+      }
+    }
+  }
+  const dlq = ordersDlq.length + parking.length + deadLetters.length;
+  return {
+    figures: {
+      lost: lostIds.length,
+      duplicateEffects,
+      dlq,
+      poisonParkedCorrectly: misparked.length === 0,
+      halfApplied: halfApplied.length,
+      leaseGuardedDuplicates,
+      unaccountedDuplicates: unaccountedDuplicates.length,
+    },
+    details: {
+      halfApplied,
+      lostIds,
+      misparked,
+      pendingOutbox,
+      leaseGuardedDuplicates,
+      unaccountedDuplicates,
+      crashesAfterEffect,
+      redeliveredEvents,
+    },
+  };
+}

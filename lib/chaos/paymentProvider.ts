@@ -1,0 +1,99 @@
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+
+/**
+ * A stand-in for the external payment provider of functions/payment-consumer (PAYMENT_GATEWAY_URL):
+ * POST /charges with an `Idempotency-Key`. It is the *external effect* of the chaos runs, and its
+ * ledger (a JSON-lines file, the provider's own storage) is what the invariants read: every call,
+ * in order, whether it charged, and whether chaos crashed the caller around it.
+ *
+ * Crash hooks: for each call, `decide` may say
+ * - `before`: the caller's process is killed before the charge (no effect; the lease dies with it);
+ * - `after`: the charge is made and answered, then the caller is killed before it can complete its
+ *   dedup record: the one window where a lease-guarded effect may legitimately run twice.
+ */
+export interface ChargeCall {
+  readonly seq: number;
+  readonly at: number;
+  readonly orderId: string;
+  readonly idempotencyKey: string;
+  readonly amountCents: number;
+  /** charged | declined | crash-before */
+  readonly outcome: "charged" | "declined" | "crash-before";
+  /** The caller was killed right after this (charged) call was answered. */
+  readonly crashAfter: boolean;
+}
+
+export type CrashDecision = "none" | "before" | "after";
+
+export interface PaymentProvider {
+  readonly url: string;
+  readonly ledgerFile: string;
+  /** Reads the ledger back from its file. */
+  readLedger(): ChargeCall[];
+  close(): Promise<void>;
+}
+
+export async function startPaymentProvider(options: {
+  ledgerFile: string;
+  /** Amounts above this are declined (402). @default 1 000 000 */
+  limitCents?: number;
+  decide?: (orderId: string) => CrashDecision;
+  /** Kills the process that is charging `orderId`. Returns false if none could be found. */
+  killCaller?: (orderId: string) => boolean;
+}): Promise<PaymentProvider> {
+  if (!existsSync(options.ledgerFile)) writeFileSync(options.ledgerFile, "");
+  let seq = 0;
+  const limit = options.limitCents ?? 1_000_000;
+  const write = (call: ChargeCall) => appendFileSync(options.ledgerFile, `${JSON.stringify(call)}\n`);
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      let body: { orderId?: string; amountCents?: number } = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
+      const orderId = String(body.orderId ?? "");
+      const idempotencyKey = String(req.headers["idempotency-key"] ?? "");
+      const amountCents = Number(body.amountCents ?? 0);
+      const base = { seq: ++seq, at: Date.now(), orderId, idempotencyKey, amountCents };
+      if (amountCents > limit) {
+        write({ ...base, outcome: "declined", crashAfter: false });
+        res.writeHead(402, { "content-type": "application/json" }).end(JSON.stringify({ error: "declined" }));
+        return;
+      }
+      const decision = options.decide?.(orderId) ?? "none";
+      if (decision === "before" && options.killCaller?.(orderId)) {
+        write({ ...base, outcome: "crash-before", crashAfter: false });
+        res.destroy();
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: `pay_${idempotencyKey}` }), () => {
+        // Answered: the effect is done. Now crash the caller before it records completion.
+        const crashAfter = decision === "after" && (options.killCaller?.(orderId) ?? false);
+        write({ ...base, outcome: "charged", crashAfter });
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  server.unref();
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    ledgerFile: options.ledgerFile,
+    readLedger: () =>
+      readFileSync(options.ledgerFile, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as ChargeCall),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

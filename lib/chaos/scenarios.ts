@@ -1,0 +1,578 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { Kafka, logLevel } from "kafkajs";
+import { type DynamoDbLocal, startDynamoDbLocal } from "../local/dynamodbLocal.ts";
+import { createInboxOutbox } from "../outbox/unitOfWork.ts";
+import { createFaultLedger, type FaultKind, type FaultLedger } from "./faults.ts";
+import { startHttpFaultProxy } from "./httpFaultProxy.ts";
+import { type CheckFigures, checkPipeline, type Expectation, type ScenarioFigures } from "./invariants.ts";
+import type { RedirectMap } from "./netRedirect.ts";
+import { type Endpoints, type ReferenceService, startReferenceService } from "./referenceService.ts";
+import { createRng, type Rng } from "./rng.ts";
+import { injectSdkFaults } from "./sdkFaults.ts";
+import { readTopic } from "./storedState.ts";
+import { startTcpProxy, type TcpProxy } from "./tcpProxy.ts";
+import { makeOrders } from "./workload.ts";
+
+/** What every scenario reports; `details` explain any non-zero figure. */
+export interface ScenarioResult {
+  readonly name: string;
+  readonly figures: ScenarioFigures;
+  readonly details: Record<string, unknown>;
+  readonly durationMs: number;
+}
+
+export interface ScenarioContext {
+  /** The emulators to run on (scenario 1 starts its own DynamoDB Local besides). */
+  readonly endpoints: Endpoints;
+  readonly seed: number;
+  readonly log: (line: string) => void;
+  /** Upper bound for waiting on the pipeline to settle. */
+  readonly settleTimeoutMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const runId = (what: string) =>
+  `chaos-${what}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 5)}`;
+
+/** Waits until every good order is charged, every declined one declined, and the orders queue is empty. */
+async function settle(
+  service: ReferenceService,
+  expected: ReadonlyMap<string, Expectation>,
+  timeoutMs: number,
+  log: (line: string) => void,
+): Promise<{ settled: boolean; atMs: number }> {
+  const started = Date.now();
+  const good = new Set<string>();
+  const declined = new Set<string>();
+  for (const e of expected.values()) {
+    if (e.kind === "good") good.add(e.orderId);
+    if (e.kind === "declined") declined.add(e.orderId);
+  }
+  let lastLog = 0;
+  for (;;) {
+    const ledger = service.provider.readLedger();
+    const charged = new Set(ledger.filter((c) => c.outcome === "charged").map((c) => c.orderId));
+    const refused = new Set(ledger.filter((c) => c.outcome === "declined").map((c) => c.orderId));
+    const missing =
+      [...good].filter((id) => !charged.has(id)).length +
+      [...declined].filter((id) => !refused.has(id)).length;
+    const inQueue = await service.ordersInQueue().catch(() => -1);
+    if (missing === 0 && inQueue === 0) return { settled: true, atMs: Date.now() - started };
+    if (Date.now() - started > timeoutMs) return { settled: false, atMs: Date.now() - started };
+    if (Date.now() - lastLog > 10_000) {
+      lastLog = Date.now();
+      log(`  … ${charged.size}/${good.size} charged, ${missing} to go, ${inQueue} in the orders queue`);
+    }
+    await sleep(500);
+  }
+}
+
+function withFaults(figures: CheckFigures, messages: number, faults: number): ScenarioFigures {
+  return { messages, faultsInjected: faults, ...figures };
+}
+
+// ───────────────────────── 1. the database dies mid-transaction ─────────────────────────
+
+/**
+ * DynamoDB Local (on disk, behind a TCP proxy) is SIGKILLed while the consumers commit, then
+ * restarted on the same files. Expect: nothing half-applied (no order without its inbox marker and
+ * its event, or the reverse), every order processed end to end, no duplicate effect.
+ */
+export async function databaseDies(
+  ctx: ScenarioContext,
+  options: { orders: number; kills: number },
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const rng = createRng(ctx.seed);
+  const dir = mkdtempSync(join(tmpdir(), "chaos-ddb-"));
+  let ddb: DynamoDbLocal = await startDynamoDbLocal({ dbPath: dir });
+  const proxy = await startTcpProxy(ddb.endpoint);
+  const endpoint = `http://${proxy.address}`;
+  const id = runId("db");
+  const service = await startReferenceService({
+    prefix: id,
+    direct: { ...ctx.endpoints, dynamodb: endpoint },
+  });
+  let faults = 0;
+  try {
+    const w = makeOrders(options.orders, { rng, runId: id });
+    const sending = service.send(w.messages);
+    for (let k = 0; k < options.kills; k++) {
+      // Wait until orders are being committed, then kill the database under them.
+      await sleep(rng.int(1_500, 3_000));
+      process.kill(ddb.pid, "SIGKILL");
+      faults++;
+      faults += proxy.down();
+      ctx.log(
+        `  DynamoDB Local killed (pid ${ddb.pid}) with ${service.pools.orders.busyEnvironments().length} order-consumer invocations in flight`,
+      );
+      await sleep(rng.int(500, 1_500));
+      ddb = await startDynamoDbLocal({ dbPath: dir });
+      proxy.retarget(ddb.endpoint);
+      proxy.up();
+      ctx.log(`  DynamoDB Local restarted on the same files (pid ${ddb.pid})`);
+    }
+    await sending;
+    const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 240_000, ctx.log);
+    const check = await checkPipeline(service, w.expected);
+    return {
+      name: "databaseDies",
+      figures: withFaults(
+        { ...check.figures, settled: s.settled, kills: options.kills },
+        w.messages.length,
+        faults,
+      ),
+      details: check.details,
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await service.stop();
+    await proxy.close();
+    await ddb.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ───────────────────────── 2. the relay loses the broker ─────────────────────────
+
+async function brokerProxies(
+  brokers: readonly string[],
+): Promise<{ proxies: TcpProxy[]; redirect: RedirectMap }> {
+  const proxies = await Promise.all(brokers.map((b) => startTcpProxy(b)));
+  const redirect: Record<string, string> = {};
+  brokers.forEach((b, i) => {
+    redirect[b] = proxies[i]!.address;
+  });
+  return { proxies, redirect };
+}
+
+/**
+ * Outbox events of many aggregates, several per aggregate, relayed by functions/outbox-relay while
+ * every connection between the relay and the brokers is cut, again and again, whenever a relay
+ * batch is in flight (and once the brokers stay unreachable for a while). Expect: every event on
+ * the topic, each aggregate's events in commit order (first occurrences), duplicates reported.
+ */
+export async function relayLosesBroker(
+  ctx: ScenarioContext,
+  options: { aggregates: number; versions: number },
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const rng = createRng(ctx.seed + 2);
+  const { proxies, redirect } = await brokerProxies(ctx.endpoints.kafkaBrokers);
+  const id = runId("relay");
+  const service = await startReferenceService({
+    prefix: id,
+    direct: ctx.endpoints,
+    kafkaRedirect: redirect,
+    stages: ["relay"],
+    streamBatchSize: 25,
+    sweepMinAgeMs: 10_000,
+  });
+  let faults = 0;
+  let cutting = true;
+  const cutter = (async () => {
+    let outage = false;
+    while (cutting) {
+      await sleep(rng.int(20, 120));
+      if (service.pools.relay.busyEnvironments().length === 0) continue;
+      if (!outage && rng.chance(0.1)) {
+        outage = true;
+        for (const p of proxies) faults += p.down();
+        faults++;
+        await sleep(1_500);
+        for (const p of proxies) p.up();
+        continue;
+      }
+      if (rng.chance(0.5)) {
+        const n = proxies.reduce((s, p) => s + p.cut(), 0);
+        if (n > 0) faults++;
+      }
+    }
+  })();
+  try {
+    const uow = createInboxOutbox({
+      tableName: service.names.appTable,
+      scope: "chaos-relay",
+      client: new DynamoDBClient({ endpoint: ctx.endpoints.dynamodb, region: "us-east-1" }),
+    });
+    const topic = `${service.names.topic}-accounts`;
+    const expected = new Map<string, { agg: string; v: number }>();
+    const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
+    for (let v = 1; v <= options.versions; v++) {
+      await Promise.all(
+        aggs.map(async (agg) => {
+          const r = await uow.run(
+            {
+              id: `${agg}-${v}`,
+              idSource: "business",
+              key: agg,
+              body: {},
+              raw: "{}",
+              headers: {},
+              attempt: 1,
+              source: {
+                kind: "sqs",
+                queueArn: "arn:aws:sqs:us-east-1:000000000000:chaos",
+                messageId: `${agg}-${v}`,
+              },
+            },
+            (tx) => {
+              expected.set(
+                tx.publish({
+                  aggregateType: "account",
+                  aggregateId: agg,
+                  eventType: "Changed",
+                  payload: { agg, v },
+                  destination: `kafka:${topic}`,
+                }),
+                { agg, v },
+              );
+            },
+          );
+          if (r.status !== "committed") throw new Error(`seeding ${agg}-${v}: ${r.status}`);
+        }),
+      );
+    }
+    // Settle: every event published (no pending marker left), then stop cutting and read the topic.
+    const deadline = Date.now() + (ctx.settleTimeoutMs ?? 240_000);
+    const kafka = new Kafka({
+      clientId: `${id}-check`,
+      brokers: [...ctx.endpoints.kafkaBrokers],
+      logLevel: logLevel.NOTHING,
+    });
+    let records = await readTopic(kafka, topic);
+    while (Date.now() < deadline) {
+      const ids = new Set(records.map((r) => r.headers["message-id"]));
+      if ([...expected.keys()].every((e) => ids.has(e))) break;
+      await sleep(2_000);
+      records = await readTopic(kafka, topic);
+    }
+    cutting = false;
+    await cutter;
+    records = await readTopic(kafka, topic);
+    const seen = new Set<string>();
+    const perAgg = new Map<string, number[]>();
+    for (const r of records) {
+      const e = r.headers["message-id"] ?? "";
+      if (seen.has(e)) continue;
+      seen.add(e);
+      const x = expected.get(e);
+      if (!x) continue;
+      perAgg.set(x.agg, [...(perAgg.get(x.agg) ?? []), x.v]);
+    }
+    const lostIds = [...expected.keys()].filter((e) => !seen.has(e));
+    const outOfOrder = [...perAgg]
+      .filter(([, vs]) => vs.some((v, i) => i > 0 && v < vs[i - 1]!))
+      .map(([a]) => a);
+    const keyMismatch = records.filter(
+      (r) =>
+        expected.has(r.headers["message-id"] ?? "") && r.key !== expected.get(r.headers["message-id"]!)!.agg,
+    ).length;
+    return {
+      name: "relayLosesBroker",
+      figures: {
+        messages: expected.size,
+        faultsInjected: faults,
+        lost: lostIds.length,
+        duplicateEffects: 0,
+        dlq: 0,
+        poisonParkedCorrectly: true,
+        duplicateDeliveries: records.length - seen.size,
+        aggregatesOutOfOrder: outOfOrder.length + keyMismatch,
+        relayInvocations: service.pools.relay.stats.invocations,
+      },
+      details: { lostIds: lostIds.slice(0, 20), outOfOrder: outOfOrder.slice(0, 20), keyMismatch },
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    cutting = false;
+    await cutter;
+    await service.stop();
+    await Promise.all(proxies.map((p) => p.close()));
+  }
+}
+
+// ───────────────────────── 3. poison under load ─────────────────────────
+
+async function pipelineRun(
+  ctx: ScenarioContext,
+  what: string,
+  orders: number,
+  poisonRate: number,
+  declineRate: number,
+  seed: number,
+) {
+  const id = runId(what);
+  const service = await startReferenceService({ prefix: id, direct: ctx.endpoints, orderConsumers: 2 });
+  try {
+    const w = makeOrders(orders, { rng: createRng(seed), runId: id, poisonRate, declineRate });
+    const t0 = Date.now();
+    await service.send(w.messages);
+    const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 300_000, ctx.log);
+    const seconds = (Date.now() - t0) / 1000;
+    const check = await checkPipeline(service, w.expected);
+    return { w, s, seconds, check, goodPerSecond: w.good / seconds };
+  } finally {
+    await service.stop();
+  }
+}
+
+/**
+ * N orders with a share of poison (bad JSON, wrong schema, missing id, binary garbage on SQS;
+ * declined payments on Kafka) against a run of only good orders. Expect every poison message parked
+ * with its context, every good one processed; report the good messages' throughput drop.
+ */
+export async function poisonUnderLoad(
+  ctx: ScenarioContext,
+  options: { orders: number; poisonRate: number },
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  ctx.log(`  baseline: ${options.orders} good orders`);
+  const base = await pipelineRun(ctx, "base", options.orders, 0, 0, ctx.seed + 3);
+  ctx.log(`  baseline: ${base.goodPerSecond.toFixed(0)} good orders/s end to end`);
+  ctx.log(`  with poison: ${options.orders} orders, ${(options.poisonRate * 100).toFixed(1)} % poison`);
+  const run = await pipelineRun(
+    ctx,
+    "poison",
+    options.orders,
+    options.poisonRate * 0.75,
+    options.poisonRate * 0.25,
+    ctx.seed + 3,
+  );
+  ctx.log(`  with poison: ${run.goodPerSecond.toFixed(0)} good orders/s end to end`);
+  const drop = (1 - run.goodPerSecond / base.goodPerSecond) * 100;
+  return {
+    name: "poisonUnderLoad",
+    figures: withFaults(
+      {
+        ...run.check.figures,
+        lost: run.check.figures.lost + base.check.figures.lost,
+        duplicateEffects: run.check.figures.duplicateEffects + base.check.figures.duplicateEffects,
+        poison: run.w.poison,
+        settled: run.s.settled && base.s.settled,
+        goodPerSecondBaseline: Math.round(base.goodPerSecond),
+        goodPerSecondWithPoison: Math.round(run.goodPerSecond),
+        throughputDropPercent: Math.round(drop * 10) / 10,
+      },
+      options.orders,
+      run.w.poison,
+    ),
+    details: { ...run.check.details, baseline: base.check.details },
+    durationMs: Date.now() - started,
+  };
+}
+
+// ───────────────────────── 4. a broker stops while consumers rebalance ─────────────────────────
+
+/**
+ * OrderPlaced events on the topic, consumed by payment-consumer group members; a member joins (a
+ * rebalance) at the moment one broker becomes unreachable for everyone, then the broker comes back
+ * and a member leaves (another rebalance). Expect every order charged: no loss.
+ */
+export async function brokerDownDuringRebalance(
+  ctx: ScenarioContext,
+  options: { events: number },
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const rng = createRng(ctx.seed + 4);
+  const { proxies, redirect } = await brokerProxies(ctx.endpoints.kafkaBrokers);
+  const id = runId("rebalance");
+  const service = await startReferenceService({
+    prefix: id,
+    direct: ctx.endpoints,
+    kafkaRedirect: redirect,
+    stages: ["payments"],
+    paymentMembers: 1,
+  });
+  let faults = 0;
+  try {
+    const producer = new Kafka({
+      clientId: `${id}-producer`,
+      brokers: [...ctx.endpoints.kafkaBrokers],
+      logLevel: logLevel.NOTHING,
+    }).producer();
+    await producer.connect();
+    const expected = new Map<string, Expectation>();
+    const messages = Array.from({ length: options.events }, (_, i) => {
+      const orderId = `${id}-o${i}`;
+      expected.set(orderId, { kind: "good", orderId });
+      return {
+        key: orderId,
+        value: JSON.stringify({ orderId, customerId: `c${i % 31}`, amountCents: 100 + i }),
+        headers: { "message-id": `evt-${orderId}`, "event-type": "OrderPlaced" },
+      };
+    });
+    for (let i = 0; i < messages.length; i += 100) {
+      await producer.send({ topic: service.names.topic, acks: -1, messages: messages.slice(i, i + 100) });
+    }
+    await producer.disconnect();
+    const charged = () =>
+      new Set(
+        service.provider
+          .readLedger()
+          .filter((c) => c.outcome === "charged")
+          .map((c) => c.orderId),
+      ).size;
+    const until = async (n: number) => {
+      const deadline = Date.now() + 60_000;
+      while (charged() < n && Date.now() < deadline) await sleep(100);
+    };
+    await until(Math.floor(options.events * 0.2));
+    const victim = proxies[rng.int(0, proxies.length - 1)]!;
+    ctx.log(`  broker ${victim.upstream} down while a member joins`);
+    faults += 1 + victim.down();
+    const joining = service.addPaymentMember();
+    await sleep(3_000);
+    victim.up();
+    ctx.log("  broker back");
+    await joining;
+    await until(Math.floor(options.events * 0.6));
+    ctx.log("  a member leaves");
+    const other = proxies.find((p) => p !== victim)!;
+    faults += 1 + other.down();
+    await service.removePaymentMember();
+    await sleep(1_500);
+    other.up();
+    const good = new Set([...expected.keys()]);
+    const deadline = Date.now() + (ctx.settleTimeoutMs ?? 240_000);
+    while (Date.now() < deadline) {
+      const ledger = service.provider.readLedger();
+      const done = new Set(ledger.filter((c) => c.outcome === "charged").map((c) => c.orderId));
+      if ([...good].every((o) => done.has(o))) break;
+      await sleep(500);
+    }
+    const ledger = service.provider.readLedger();
+    const chargedIds = new Map<string, number>();
+    for (const c of ledger)
+      if (c.outcome === "charged") chargedIds.set(c.orderId, (chargedIds.get(c.orderId) ?? 0) + 1);
+    const dead = await readTopic(service.kafka, service.names.deadLetterTopic);
+    const deadIds = new Set(dead.map((r) => (JSON.parse(r.value ?? "{}") as { orderId?: string }).orderId));
+    const lostIds = [...good].filter((o) => !chargedIds.has(o) && !deadIds.has(o));
+    const dups = [...chargedIds.values()].reduce((s, n) => s + n - 1, 0);
+    return {
+      name: "brokerDownDuringRebalance",
+      figures: {
+        messages: options.events,
+        faultsInjected: faults,
+        lost: lostIds.length,
+        duplicateEffects: 0,
+        dlq: dead.length,
+        poisonParkedCorrectly: dead.length === 0,
+        leaseGuardedDuplicates: dups,
+        unaccountedDuplicates: dups,
+      },
+      details: {
+        lostIds: lostIds.slice(0, 20),
+        deadLettered: dead.slice(0, 5).map((r) => r.headers["x-last-error"]),
+      },
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await service.stop();
+    await Promise.all(proxies.map((p) => p.close()));
+  }
+}
+
+// ───────────────────────── 5. random faults ─────────────────────────
+
+/**
+ * The whole pipeline with SDK-level faults on every client (throttling, 5xx, resets, and timeouts
+ * after the request was applied), at `rate` per request: the handlers' clients through an HTTP
+ * fault proxy, the triggers' clients through the SDK middleware. Plus crashes: order-consumer
+ * environments SIGKILLed at random moments, and payment-consumer environments killed right before
+ * or right after the charge (between claim and completion). Expect no loss, no duplicate on the
+ * transactional path, and every repeated charge matched by a crash after an earlier one.
+ */
+export async function randomFaults(
+  ctx: ScenarioContext,
+  options: { orders: number; rate: number; crashRate: number; kinds?: readonly FaultKind[] },
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const rng: Rng = createRng(ctx.seed + 5);
+  const ledger: FaultLedger = createFaultLedger();
+  const plan = { rate: options.rate, ...(options.kinds ? { kinds: options.kinds } : {}) };
+  const ddbProxy = await startHttpFaultProxy({
+    upstream: ctx.endpoints.dynamodb,
+    plan,
+    rng,
+    ledger,
+    target: "dynamodb",
+    enabled: false,
+  });
+  const sqsProxy = await startHttpFaultProxy({
+    upstream: ctx.endpoints.sqs,
+    plan,
+    rng,
+    ledger,
+    target: "sqs",
+    enabled: false,
+  });
+  let sdkFaultsOn = false;
+  let crashes = 0;
+  const id = runId("faults");
+  const service = await startReferenceService({
+    prefix: id,
+    direct: ctx.endpoints,
+    functionEndpoints: { dynamodb: ddbProxy.endpoint, sqs: sqsProxy.endpoint },
+    orderConsumers: 2,
+    instrument: (client) => {
+      injectSdkFaults(client, { plan, rng, ledger, target: "trigger", enabled: () => sdkFaultsOn });
+    },
+    crashDecision: () => {
+      if (!rng.chance(options.crashRate)) return "none";
+      crashes++;
+      return rng.chance(0.5) ? "before" : "after";
+    },
+    onOrderInvoke: (pool) => {
+      if (!rng.chance(options.crashRate)) return;
+      const delay = rng.int(5, 250);
+      setTimeout(() => {
+        const busy = pool.busyEnvironments();
+        if (busy.length === 0) return;
+        busy[0]!.kill();
+        crashes++;
+      }, delay);
+    },
+  });
+  try {
+    const w = makeOrders(options.orders, {
+      rng: createRng(ctx.seed + 55),
+      runId: id,
+      poisonRate: 0.02,
+      declineRate: 0.01,
+    });
+    ddbProxy.setEnabled(true);
+    sqsProxy.setEnabled(true);
+    sdkFaultsOn = true;
+    await service.send(w.messages);
+    const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 300_000, ctx.log);
+    ddbProxy.setEnabled(false);
+    sqsProxy.setEnabled(false);
+    sdkFaultsOn = false;
+    const check = await checkPipeline(service, w.expected);
+    return {
+      name: "randomFaults",
+      figures: withFaults(
+        {
+          ...check.figures,
+          settled: s.settled,
+          sdkFaults: ledger.total,
+          faultsByKind: ledger.byKind,
+          crashes,
+          crashesAfterEffect: check.details.crashesAfterEffect,
+        },
+        w.messages.length,
+        ledger.total + crashes,
+      ),
+      details: { ...check.details, faultsByTarget: ledger.byTarget },
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await service.stop();
+    await ddbProxy.close();
+    await sqsProxy.close();
+  }
+}

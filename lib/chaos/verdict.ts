@@ -1,0 +1,25 @@
+import type { ScenarioResult } from "./scenarios.ts";
+
+/**
+ * The pass/fail rule of a chaos run: nothing lost anywhere; no duplicate effect on the
+ * transactional path; every repeated lease-guarded external effect matched by an injected crash
+ * after the effect; nothing half-applied; every aggregate in order.
+ */
+export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reasons: string[] } {
+  const reasons: string[] = [];
+  for (const r of results) {
+    const f = r.figures;
+    if (f.lost !== 0) reasons.push(`${r.name}: ${f.lost} lost`);
+    if (f.duplicateEffects !== 0)
+      reasons.push(`${r.name}: ${f.duplicateEffects} duplicate effects on the transactional path`);
+    if (typeof f.unaccountedDuplicates === "number" && f.unaccountedDuplicates > 0)
+      reasons.push(
+        `${r.name}: ${f.unaccountedDuplicates} repeated external effects not explained by a crash`,
+      );
+    if (typeof f.halfApplied === "number" && f.halfApplied > 0)
+      reasons.push(`${r.name}: ${f.halfApplied} half-applied`);
+    if (typeof f.aggregatesOutOfOrder === "number" && f.aggregatesOutOfOrder > 0)
+      reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
+  }
+  return { ok: reasons.length === 0, reasons };
+}
