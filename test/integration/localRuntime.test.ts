@@ -7,7 +7,9 @@ import { ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-
 import { afterAll, describe, expect, it } from "vitest";
 import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import type { CfnTemplate } from "../../lib/local/runtime/cloudAssembly.ts";
+import { FunctionHost } from "../../lib/local/runtime/functionHost.ts";
 import { type LocalRuntime, startLocalRuntime } from "../../lib/local/runtime/localRuntime.ts";
+import type { LocalFunction } from "../../lib/local/runtime/model.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";
 
@@ -487,3 +489,70 @@ describe("local runtime: MSK trigger", () => {
     await runtime.stop();
   });
 });
+
+describe("local runtime: function host", () => {
+  const fn = (record: string, timeoutSeconds: number, sleepMs: number): LocalFunction => ({
+    logicalId: "Fn",
+    name: name("host-fn"),
+    arn: "arn:aws:lambda:us-east-1:000000000000:function:x",
+    codeFile: join(ASSET_ROOT, "scripted", "index.mjs"),
+    exportName: "handler",
+    handler: "index.handler",
+    runtime: "nodejs24.x",
+    timeoutSeconds,
+    memoryMb: 256,
+    environment: { RECORD_TABLE: record, SLEEP_MS: String(sleepMs) },
+  });
+  const sqsEvent = (id: string, d: string) => ({
+    Records: [
+      {
+        eventSource: "aws:sqs",
+        body: JSON.stringify({ id, do: d }),
+        messageId: id,
+        attributes: { ApproximateReceiveCount: "1" },
+      },
+    ],
+  });
+
+  it("runs one invocation per environment, up to the concurrency limit, and reuses warm environments", async () => {
+    const record = await recordTable("host");
+    const host = new FunctionHost([fn(record, 10, 300)], { baseEnv: emulatorEnv(), logDir: LOG_DIR });
+    host.requestConcurrency(name("host-fn"), 2);
+    const results = await Promise.all(
+      ["a", "b", "c", "d"].map((id) => host.invoke(name("host-fn"), sqsEvent(id, "sleep"))),
+    );
+    expect(results.every((r) => r.ok)).toBe(true);
+    const [stats] = host.stats();
+    expect(stats).toMatchObject({ invocations: 4, coldStarts: 2, environments: 2, concurrencyLimit: 2 });
+    await host.stop();
+  });
+
+  it("fails an invocation at the function's timeout and discards its environment", async () => {
+    const record = await recordTable("timeout");
+    const host = new FunctionHost([fn(record, 1, 3_000)], { baseEnv: emulatorEnv(), logDir: LOG_DIR });
+    const slow = await host.invoke(name("host-fn"), sqsEvent("slow", "sleep"));
+    expect(slow).toMatchObject({
+      ok: false,
+      kind: "TimedOut",
+      errorMessage: "Task timed out after 1.00 seconds",
+    });
+    const thrown = await host.invoke(name("host-fn"), sqsEvent("t", "throw"));
+    expect(thrown).toMatchObject({
+      ok: false,
+      kind: "Unhandled",
+      errorType: "Error",
+      errorMessage: "scripted failure",
+    });
+    expect(host.stats()[0]!.coldStarts).toBe(2);
+    const [inv] = await invocations(ddb, record);
+    expect(inv!.remainingMs).toBeLessThanOrEqual(1_000);
+    await host.stop();
+  });
+});
+
+function emulatorEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && (k.startsWith("AWS_") || k === "KAFKA_BROKERS")) env[k] = v;
+  return env;
+}

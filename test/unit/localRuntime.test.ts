@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import { matchesAnyFilter } from "../../lib/local/runtime/eventFilter.ts";
+import {
+  type ResolveContext,
+  referencedIds,
+  resolveValue,
+  UnresolvableError,
+} from "../../lib/local/runtime/intrinsics.ts";
+import { rateMs } from "../../lib/local/runtime/materialise.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
+
+const ctx: ResolveContext = {
+  region: "us-east-1",
+  accountId: "000000000000",
+  stackName: "S",
+  ref: (id) => {
+    if (id === "Queue") return "http://sqs/q";
+    throw new UnresolvableError(`unknown ${id}`);
+  },
+  getAtt: (id, attr) => `${id}.${attr}`,
+  condition: (name) => name === "IsProd",
+  mappings: { Sizes: { prod: { mem: 1024 } } },
+};
+
+describe("intrinsics", () => {
+  it("resolves Ref, GetAtt, Join, Sub, Select, Split, If and pseudo parameters", () => {
+    expect(resolveValue({ Ref: "Queue" }, ctx)).toBe("http://sqs/q");
+    expect(resolveValue({ Ref: "AWS::Region" }, ctx)).toBe("us-east-1");
+    expect(resolveValue({ "Fn::GetAtt": ["Table", "StreamArn"] }, ctx)).toBe("Table.StreamArn");
+    expect(resolveValue({ "Fn::GetAtt": "Table.Arn" }, ctx)).toBe("Table.Arn");
+    expect(resolveValue({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":x"]] }, ctx)).toBe(
+      "arn:aws:x",
+    );
+    expect(resolveValue({ "Fn::Sub": "${AWS::AccountId}-${Queue}-${Table.Arn}-${!Literal}" }, ctx)).toBe(
+      "000000000000-http://sqs/q-Table.Arn-${Literal}",
+    );
+    expect(resolveValue({ "Fn::Sub": ["${A}/${Queue}", { A: { Ref: "AWS::StackName" } }] }, ctx)).toBe(
+      "S/http://sqs/q",
+    );
+    expect(resolveValue({ "Fn::Select": [1, { "Fn::Split": [",", "a,b,c"] }] }, ctx)).toBe("b");
+    expect(resolveValue({ "Fn::If": ["IsProd", "p", "d"] }, ctx)).toBe("p");
+    expect(resolveValue({ "Fn::FindInMap": ["Sizes", "prod", "mem"] }, ctx)).toBe(1024);
+    expect(resolveValue({ a: { Ref: "AWS::NoValue" }, b: [1, { Ref: "AWS::NoValue" }] }, ctx)).toEqual({
+      b: [1],
+    });
+  });
+
+  it("names what it cannot resolve instead of guessing", () => {
+    expect(() => resolveValue({ x: { "Fn::ImportValue": "Shared" } }, ctx)).toThrow(
+      /\$\.x: Fn::ImportValue is not supported/,
+    );
+    expect(() => resolveValue({ Ref: "Missing" }, ctx)).toThrow(UnresolvableError);
+  });
+
+  it("finds the resources a value depends on", () => {
+    expect(
+      [
+        ...referencedIds({
+          a: { Ref: "Q" },
+          b: { "Fn::Sub": "${T.Arn}/${AWS::Region}" },
+          c: { "Fn::GetAtt": ["F", "Arn"] },
+        }),
+      ].sort(),
+    ).toEqual(["F", "Q", "T"]);
+  });
+});
+
+describe("event filters", () => {
+  const record = (pk: string, eventName = "INSERT", pending?: string) => ({
+    eventName,
+    dynamodb: {
+      Keys: { pk: { S: pk } },
+      NewImage: { pk: { S: pk }, ...(pending ? { pending: { S: pending } } : {}) },
+    },
+  });
+
+  it("evaluates the outbox relay's pattern (CDK FilterCriteria: equals, prefix, exists)", () => {
+    const p = [OUTBOX_STREAM_FILTER_PATTERN];
+    expect(matchesAnyFilter(p, record("OUTBOX#order#1", "INSERT", "3"))).toBe(true);
+    expect(matchesAnyFilter(p, record("OUTBOX#order#1", "MODIFY", "3"))).toBe(false);
+    expect(matchesAnyFilter(p, record("OUTBOX#order#1", "INSERT"))).toBe(false);
+    expect(matchesAnyFilter(p, record("ORDER#1", "INSERT", "3"))).toBe(false);
+  });
+
+  it("supports OR across filters, numeric, anything-but, suffix, equals-ignore-case and exists:false", () => {
+    const filters = [
+      { body: { amount: [{ numeric: [">", 10, "<=", 20] }] } },
+      { body: { kind: [{ "anything-but": ["x"] }], id: [{ exists: false }] } },
+    ];
+    expect(matchesAnyFilter(filters, { body: { amount: 15 } })).toBe(true);
+    expect(matchesAnyFilter(filters, { body: { amount: 25, kind: "x" } })).toBe(false);
+    expect(matchesAnyFilter(filters, { body: { amount: 25, kind: "y" } })).toBe(true);
+    expect(matchesAnyFilter(filters, { body: { amount: 25, kind: "y", id: "1" } })).toBe(false);
+    expect(matchesAnyFilter([{ a: [{ suffix: ".png" }] }], { a: "x.png" })).toBe(true);
+    expect(matchesAnyFilter([{ a: [{ "equals-ignore-case": "ABC" }] }], { a: "abc" })).toBe(true);
+    expect(matchesAnyFilter([], { anything: true })).toBe(true);
+  });
+});
+
+describe("schedules", () => {
+  it("reads rate() expressions and refuses cron()", () => {
+    expect(rateMs("rate(1 minute)")).toBe(60_000);
+    expect(rateMs("rate(2 hours)")).toBe(7_200_000);
+    expect(() => rateMs("cron(0 12 * * ? *)")).toThrow(/not emulated/);
+  });
+});
