@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { setTimeout as sleepMs } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
@@ -12,12 +11,8 @@ import {
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { runKeyed } from "../core/keyedScheduler.ts";
-import {
-  createDedupStore,
-  type DedupStore,
-  type DedupStoreOptions,
-  type Lease,
-} from "../dedup/dedupStore.ts";
+import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
+import { createIdempotency, type IdempotencyOptions, type IdempotencySetting } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
@@ -33,10 +28,8 @@ import {
 } from "./retryLadder.ts";
 import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
 
-export interface KafkaIdempotencyOptions extends Partial<Omit<DedupStoreOptions, "client">> {
-  /** Also reject a known key that arrives with a different payload (key reuse). `true` hashes the raw value. */
-  readonly payloadHash?: boolean | ((envelope: Envelope) => string);
-}
+/** The same settings as the SQS consumer's; `true` for `payloadHash` hashes the raw value. */
+export type KafkaIdempotencyOptions = IdempotencyOptions;
 
 export interface KafkaRecordContext {
   readonly context: Context;
@@ -57,7 +50,7 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
    * Dedup on DynamoDB; `tableName` defaults to DEDUP_TABLE_NAME and `scope` to `consumer`.
    * Pass a DedupStore to share one, or `false` for handlers that are idempotent by nature.
    */
-  readonly idempotency?: KafkaIdempotencyOptions | DedupStore | false;
+  readonly idempotency?: IdempotencySetting;
   /**
    * `partition`: each partition in offset order, partitions side by side.
    * `key`: inside a partition, different Kafka keys run side by side; each key stays in order.
@@ -154,30 +147,7 @@ export function createKafkaBatchProcessor<T>(
   const concurrency = options.concurrency ?? 10;
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
-  const idem = options.idempotency;
-  const stores = new Map<string, DedupStore>();
-
-  function dedupFor(consumer: string): DedupStore | undefined {
-    if (idem === false) return undefined;
-    if (idem && "claim" in idem) return idem;
-    const tableName = idem?.tableName ?? process.env.DEDUP_TABLE_NAME;
-    if (!tableName)
-      throw new Error("idempotency needs a table: set DEDUP_TABLE_NAME or idempotency.tableName");
-    const scope = idem?.scope ?? consumer;
-    const id = `${tableName}/${scope}`;
-    let store = stores.get(id);
-    if (!store) {
-      store = createDedupStore({ ...idem, tableName, scope, client: options.dynamodbClient });
-      stores.set(id, store);
-    }
-    return store;
-  }
-
-  const hashOf = (envelope: Envelope<T>): string | undefined => {
-    if (idem === false || !idem || "claim" in idem || !idem.payloadHash) return undefined;
-    if (typeof idem.payloadHash === "function") return idem.payloadHash(envelope);
-    return createHash("sha256").update(envelope.raw).digest("base64url");
-  };
+  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient);
 
   const claimedAt = new WeakMap<Lease, number>();
   /** Half the lease's length, measured from when we first saw it. */
@@ -212,7 +182,7 @@ export function createKafkaBatchProcessor<T>(
     const started = now();
     const views = readKafkaEvent(event);
     const consumer = options.consumer ?? context.functionName;
-    const dedup = dedupFor(consumer);
+    const dedup = idempotency.storeFor(consumer);
     const remaining = () =>
       typeof context.getRemainingTimeInMillis === "function"
         ? context.getRemainingTimeInMillis()
@@ -243,7 +213,7 @@ export function createKafkaBatchProcessor<T>(
       envelopes.forEach((p, i) => {
         if (!p.ok || duplicateOf[i] !== undefined || topicRole(ladder, views[i]!.topic).kind === "retry")
           return;
-        const payloadHash = hashOf(p.envelope);
+        const payloadHash = idempotency.payloadHashOf(p.envelope);
         preClaims.set(
           i,
           dedup.claim(p.envelope.id, payloadHash ? { payloadHash } : {}).then(
@@ -363,7 +333,7 @@ export function createKafkaBatchProcessor<T>(
               claim = { status: "claimed", lease: await dedup.renew(claim.lease) };
             }
           } else {
-            const payloadHash = hashOf(envelope);
+            const payloadHash = idempotency.payloadHashOf(envelope);
             claim = await dedup.claim(envelope.id, payloadHash ? { payloadHash } : {});
           }
         } catch (error) {

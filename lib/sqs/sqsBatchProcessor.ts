@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSRecord } from "aws-lambda";
@@ -7,13 +6,8 @@ import type { Envelope } from "../core/envelope.ts";
 import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { failureContext } from "../core/failureContext.ts";
 import { runKeyed } from "../core/keyedScheduler.ts";
-import {
-  type ClaimResult,
-  createDedupStore,
-  type DedupStore,
-  type DedupStoreOptions,
-  type Lease,
-} from "../dedup/dedupStore.ts";
+import type { ClaimResult, Lease } from "../dedup/dedupStore.ts";
+import { createIdempotency, type IdempotencySetting } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { parkInDeadLetterQueue } from "./deadLetter.ts";
 import { type QueueInfo, QueueResolver } from "./queueResolver.ts";
@@ -22,19 +16,14 @@ import { assertSqsEvent, parseQueueArn } from "./sqsEvent.ts";
 import { changeVisibility, type VisibilityChange } from "./visibility.ts";
 import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
-export interface IdempotencyOptions extends Partial<Omit<DedupStoreOptions, "client">> {
-  /** Also reject a known key that arrives with a different payload (key reuse). `true` hashes the raw body. */
-  readonly payloadHash?: boolean | ((envelope: Envelope) => string);
-  /** Keep the handler's return value (JSON, at most 4 KB) in the dedup record. @default false */
-  readonly storeResult?: boolean;
-}
+export type { IdempotencyOptions } from "../dedup/idempotency.ts";
 
 export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
   /**
    * Dedup on DynamoDB; `tableName` defaults to DEDUP_TABLE_NAME and `scope` to the function name.
    * Pass a DedupStore to share one, or `false` for handlers that are idempotent by nature.
    */
-  readonly idempotency?: IdempotencyOptions | DedupStore | false;
+  readonly idempotency?: IdempotencySetting;
   /**
    * Records in flight at once (FIFO groups still run in order). The SDK keeps 50 sockets per
    * client, so more only queues. @default 50
@@ -66,38 +55,13 @@ type Outcome =
   | { kind: "done"; why: "processed" | "duplicate" | "parked" }
   | { kind: "retry"; delaySeconds: number; error: unknown };
 
-const MAX_STORED_RESULT = 4096;
-
 /** Creates the per-container state (clients, caches, dedup stores) once; returns the per-batch function. */
 export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options: SqsConsumerOptions<T>) {
   const { sqsClient: sqs, telemetry } = options;
   const resolver = new QueueResolver(sqs);
-  const stores = new Map<string, DedupStore>();
+  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient);
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const margin = options.timeMarginMs ?? 5000;
-  const idem = options.idempotency;
-
-  function dedupFor(context: Context): DedupStore | undefined {
-    if (idem === false) return undefined;
-    if (idem && "claim" in idem) return idem;
-    const tableName = idem?.tableName ?? process.env.DEDUP_TABLE_NAME;
-    if (!tableName)
-      throw new Error("idempotency needs a table: set DEDUP_TABLE_NAME or idempotency.tableName");
-    const scope = idem?.scope ?? context.functionName;
-    const id = `${tableName}/${scope}`;
-    let store = stores.get(id);
-    if (!store) {
-      store = createDedupStore({ ...idem, tableName, scope, client: options.dynamodbClient });
-      stores.set(id, store);
-    }
-    return store;
-  }
-
-  const hashOf = (envelope: Envelope<T>): string | undefined => {
-    if (idem === false || !idem || "claim" in idem || !idem.payloadHash) return undefined;
-    if (typeof idem.payloadHash === "function") return idem.payloadHash(envelope);
-    return createHash("sha256").update(envelope.raw).digest("base64url");
-  };
 
   return async function processBatch(event: unknown, context: Context): Promise<SQSBatchResponse> {
     const started = Date.now();
@@ -105,7 +69,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     const records = event.Records;
     const outcomes: (Outcome | undefined)[] = new Array(records.length);
     const completions: Promise<void>[] = [];
-    const dedup = dedupFor(context);
+    const dedup = idempotency.storeFor(context.functionName);
     const queues = new Map<string, Promise<QueueInfo | undefined>>();
     const queueOf = (arn: string) => {
       let q = queues.get(arn);
@@ -230,14 +194,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         heartbeat?.untrack(record.messageId);
         if (dedup && lease) {
           leases.delete(i);
-          const stored =
-            idem && !("claim" in idem) && idem.storeResult && result !== undefined
-              ? JSON.stringify(result)
-              : undefined;
-          const done = dedup.complete(
-            lease,
-            stored && stored.length <= MAX_STORED_RESULT ? stored : undefined,
-          );
+          const done = dedup.complete(lease, idempotency.resultToStore(result));
           // Not awaited here, so a slot is not held while the group fills; awaited before we answer.
           completions.push(
             done.catch((error) => {
@@ -298,7 +255,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         todo.map((t) =>
           dedup
             ? dedup
-                .claim(t.envelope!.id, { payloadHash: hashOf(t.envelope!) })
+                .claim(t.envelope!.id, { payloadHash: idempotency.payloadHashOf(t.envelope!) })
                 .catch((error): Claim => ({ status: "error", error }))
             : undefined,
         ),
