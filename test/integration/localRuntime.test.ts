@@ -100,6 +100,7 @@ const scriptedFunction = (env: Record<string, unknown>, extra: Record<string, un
     Handler: "index.handler",
     Timeout: 10,
     MemorySize: 256,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
     Code: { S3Bucket: { "Fn::Sub": "cdk-assets-${AWS::AccountId}-${AWS::Region}" }, S3Key: "scripted.zip" },
     Environment: { Variables: env },
     ...extra,

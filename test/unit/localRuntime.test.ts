@@ -31,9 +31,12 @@ describe("intrinsics", () => {
     expect(resolveValue({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":x"]] }, ctx)).toBe(
       "arn:aws:x",
     );
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
     expect(resolveValue({ "Fn::Sub": "${AWS::AccountId}-${Queue}-${Table.Arn}-${!Literal}" }, ctx)).toBe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
       "000000000000-http://sqs/q-Table.Arn-${Literal}",
     );
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
     expect(resolveValue({ "Fn::Sub": ["${A}/${Queue}", { A: { Ref: "AWS::StackName" } }] }, ctx)).toBe(
       "S/http://sqs/q",
     );
@@ -57,6 +60,7 @@ describe("intrinsics", () => {
       [
         ...referencedIds({
           a: { Ref: "Q" },
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
           b: { "Fn::Sub": "${T.Arn}/${AWS::Region}" },
           c: { "Fn::GetAtt": ["F", "Arn"] },
         }),
