@@ -1,0 +1,42 @@
+/**
+ * reliable-consumers: the public API. Handlers (`sqsConsumer`, `kafkaConsumer`), the dedup store,
+ * the inbox/outbox, and the error types handlers throw. Deeper modules: `lib/sqs`, `lib/kafka`,
+ * `lib/outbox`, `lib/dlq`.
+ */
+
+export { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "./core/backoff.ts";
+export type { Envelope, KeySource, RecordSource } from "./core/envelope.ts";
+export {
+  ConsumerError,
+  classifyError,
+  type ErrorKind,
+  InProgressElsewhereError,
+  InvalidJsonError,
+  KeyReuseError,
+  LeaseLostError,
+  MalformedRecordError,
+  MissingIdError,
+  OutOfTimeError,
+  PayloadTooLargeError,
+  PermanentError,
+  SchemaValidationError,
+  TransientError,
+  UnknownEventShapeError,
+} from "./core/errors.ts";
+export { CONTEXT_HEADERS, type FailureContext } from "./core/failureContext.ts";
+export {
+  type ClaimResult,
+  createDedupStore,
+  type DedupStore,
+  type DedupStoreOptions,
+  type Lease,
+} from "./dedup/dedupStore.ts";
+export { createIdempotency, type IdempotencyOptions, type IdempotencySetting } from "./dedup/idempotency.ts";
+export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS, DEDUP_TTL_ATTRIBUTE } from "./dedup/schema.ts";
+export { getKafkaProducer, type KafkaProducer } from "./kafka/producer.ts";
+export { createRetryLadder, ladderFromRuntimeConfig, type RetryLadder } from "./kafka/retryLadder.ts";
+export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./middleware/kafkaConsumer.ts";
+export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./middleware/sqsConsumer.ts";
+export { createTelemetry, METRIC, type Telemetry, type TelemetryOptions } from "./observability/telemetry.ts";
+export { createInboxOutbox, createOutboxRelay, createOutboxSweeper, withUnitOfWork } from "./outbox/index.ts";
+export { createSqsClient } from "./sqs/sqsClient.ts";

@@ -1,0 +1,21 @@
+/** The SQS side of the library. See the README. */
+export {
+  CONTEXT_ATTRIBUTE,
+  FOLDED_ATTRIBUTE,
+  packAttributes,
+  unpackAttributes,
+} from "../core/attributePacking.ts";
+export { parkInDeadLetterQueue } from "./deadLetter.ts";
+export { type QueueInfo, QueueResolver } from "./queueResolver.ts";
+export {
+  createSqsBatchProcessor,
+  type IdempotencyOptions,
+  type RecordContext,
+  type SqsConsumerOptions,
+  type SqsRecordHandler,
+} from "./sqsBatchProcessor.ts";
+export { createSqsClient } from "./sqsClient.ts";
+export { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
+export { assertSqsEvent, parseQueueArn, type QueueRef } from "./sqsEvent.ts";
+export { changeVisibility, MAX_VISIBILITY_SECONDS, type VisibilityChange } from "./visibility.ts";
+export { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
