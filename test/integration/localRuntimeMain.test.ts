@@ -36,7 +36,9 @@ describe("npm run local", () => {
     expect(result.ordersStored).toBe(result.unique);
     expect(result.outboxPublished).toBe(result.unique);
     expect(result.kafkaConsumed).toBeGreaterThanOrEqual(result.unique ?? 0);
-    expect(result.dlq).toBe(result.poison);
+    // Every poison message is parked; one can be parked twice if its batch failed after parking it
+    // (at-least-once, e.g. a timeout on a starved machine), so at least, not exactly.
+    expect(result.dlq).toBeGreaterThanOrEqual(result.poison ?? 0);
     expect(result.duplicatesSuppressed).toBe(result.duplicateSends);
     expect(stderr).not.toContain("NOT EMULATED");
   });

@@ -45,6 +45,7 @@ interface Environment {
   dead: boolean;
   pending?: {
     requestId: string;
+    initialised: () => void;
     resolve: (
       r:
         | { ok: true; value: unknown }
@@ -73,6 +74,9 @@ export interface FunctionStats {
   readonly coldStarts: number;
   readonly concurrencyLimit: number;
 }
+
+/** Local ceiling of the init phase (module load), separate from the function timeout. */
+const INIT_TIMEOUT_MS = 120_000;
 
 const WORKER_URL = new URL("./functionWorker.ts", import.meta.url);
 
@@ -166,34 +170,38 @@ export class FunctionHost {
       const requestId = randomUUID();
       const started = performance.now();
       const timeoutMs = pool.fn.timeoutSeconds * 1000;
-      const deadline = Date.now() + timeoutMs;
       pool.invocations++;
       const outcome = await new Promise<
         | { ok: true; value: unknown }
         | { ok: false; errorType: string; errorMessage: string; crashed?: boolean; timedOut?: boolean }
       >((resolve) => {
-        const timer = setTimeout(() => {
+        const expire = (what: string, seconds: number) => () => {
           env.pending = undefined;
           resolve({
             ok: false,
             timedOut: true,
             errorType: "Sandbox.Timedout",
-            errorMessage: `Task timed out after ${pool.fn.timeoutSeconds.toFixed(2)} seconds`,
+            errorMessage: `${what} after ${seconds.toFixed(2)} seconds`,
           });
-          pool.log.write(
-            `${new Date().toISOString()} ${requestId} Task timed out after ${pool.fn.timeoutSeconds} seconds\n`,
-          );
+          pool.log.write(`${new Date().toISOString()} ${requestId} ${what} after ${seconds} seconds\n`);
           this.#discard(pool, env);
-        }, timeoutMs);
+        };
+        // Lambda's init phase does not count against the function timeout; the timer starts when
+        // the module is loaded (a cold start on a busy machine can take seconds).
+        let timer = setTimeout(expire("Init timed out", INIT_TIMEOUT_MS / 1000), INIT_TIMEOUT_MS);
         env.pending = {
           requestId,
+          initialised: () => {
+            clearTimeout(timer);
+            timer = setTimeout(expire("Task timed out", pool.fn.timeoutSeconds), timeoutMs);
+          },
           resolve: (r) => {
             clearTimeout(timer);
             env.pending = undefined;
             resolve(r);
           },
         };
-        env.worker.postMessage({ type: "invoke", requestId, deadline, event });
+        env.worker.postMessage({ type: "invoke", requestId, timeoutMs, event });
       });
       const durationMs = performance.now() - started;
       this.#release(pool, env);
@@ -317,7 +325,9 @@ export class FunctionHost {
         value?: unknown;
         error?: { errorType: string; errorMessage: string };
       }) => {
-        if (msg.type !== "result" || e.pending?.requestId !== msg.requestId) return;
+        if (e.pending?.requestId !== msg.requestId) return;
+        if (msg.type === "initialised") return e.pending.initialised();
+        if (msg.type !== "result") return;
         e.pending.resolve(
           msg.ok
             ? { ok: true, value: msg.value }

@@ -21,7 +21,8 @@ interface WorkerConfig {
 interface InvokeMessage {
   readonly type: "invoke";
   readonly requestId: string;
-  readonly deadline: number;
+  /** The function timeout; the deadline starts after the init phase, as in Lambda. */
+  readonly timeoutMs: number;
   readonly event: unknown;
 }
 
@@ -55,6 +56,7 @@ function serialiseError(error: unknown): { errorType: string; errorMessage: stri
 
 parentPort!.on("message", async (msg: InvokeMessage) => {
   if (msg.type !== "invoke") return;
+  let deadline = Date.now() + msg.timeoutMs;
   const context = {
     callbackWaitsForEmptyEventLoop: true,
     functionName: config.functionName,
@@ -64,7 +66,7 @@ parentPort!.on("message", async (msg: InvokeMessage) => {
     awsRequestId: msg.requestId,
     logGroupName: config.logGroupName,
     logStreamName: config.logStreamName,
-    getRemainingTimeInMillis: () => Math.max(0, msg.deadline - Date.now()),
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
@@ -74,6 +76,8 @@ parentPort!.on("message", async (msg: InvokeMessage) => {
   process.stdout.write(`START RequestId: ${msg.requestId} Version: $LATEST\n`);
   try {
     const fn = await load();
+    deadline = Date.now() + msg.timeoutMs;
+    parentPort!.postMessage({ type: "initialised", requestId: msg.requestId });
     const value = await fn(msg.event, context);
     parentPort!.postMessage({ type: "result", requestId: msg.requestId, ok: true, value: value ?? null });
   } catch (error) {
