@@ -167,15 +167,25 @@ export async function warmUp(requests = 20_000): Promise<void> {
     Array.from({ length: 40 }, async () => {
       while (next < requests) {
         const i = next++;
-        await client
-          .send(
-            new PutItemCommand({
-              TableName: "bench-warmup",
-              Item: { pk: { S: `w${i % 5000}` }, v: { N: String(i) } },
-              ConditionExpression: i % 2 ? "attribute_not_exists(pk)" : undefined,
-            }),
-          )
-          .catch(() => undefined);
+        // Exercise the paths both sides use: plain and conditional writes, and PartiQL batches.
+        const write =
+          i % 50 === 0
+            ? client.send(
+                new BatchExecuteStatementCommand({
+                  Statements: Array.from({ length: 25 }, (_, j) => ({
+                    Statement: `UPDATE "bench-warmup" SET "v" = ? WHERE "pk" = ? AND "v" >= ?`,
+                    Parameters: [{ N: String(i) }, { S: `w${(i + j) % 5000}` }, { N: "0" }],
+                  })),
+                }),
+              )
+            : client.send(
+                new PutItemCommand({
+                  TableName: "bench-warmup",
+                  Item: { pk: { S: `w${i % 5000}` }, v: { N: String(i) } },
+                  ConditionExpression: i % 2 ? "attribute_not_exists(pk)" : undefined,
+                }),
+              );
+        await write.catch(() => undefined);
       }
     }),
   );

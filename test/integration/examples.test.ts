@@ -46,7 +46,11 @@ describe("README examples", () => {
       { body: '{"orderId":"o-2","amountCents":99999999}' },
       { body: "not json" },
     ]);
-    const result = await invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "quickstart" });
+    const result = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "quickstart",
+    });
     expect(result).toMatchObject({ received: 4, deleted: 4, failed: [] });
     const orders = await ddb.send(new ScanCommand({ TableName: process.env.APP_TABLE_NAME }));
     expect(orders.Items?.map((i) => i.pk?.S)).toEqual(["ORDER#o-1"]);
