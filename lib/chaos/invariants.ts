@@ -114,6 +114,7 @@ export async function checkPipeline(
     readTopic(service.kafka, n.deadLetterTopic),
   ]);
   const ledger: ChargeCall[] = service.provider.readLedger();
+  const crashLog = service.provider.readCrashes();
 
   const halfApplied: string[] = [];
   const ids = new Set([...orders.keys(), ...markers, ...events.keys()]);
@@ -201,15 +202,20 @@ export async function checkPipeline(
       continue;
     }
     // Lease-guarded external effect: every repeat must follow a crash after an earlier charge.
-    const crashes = calls.filter((c) => c.crashAfter).length;
-    crashesAfterEffect += crashes;
+    crashesAfterEffect += calls.filter((c) => c.crashAfter).length;
     const repeats = charged.length - 1;
     leaseGuardedDuplicates += repeats;
-    // Charge k (k ≥ 1) is accounted for only if charge k-1 was followed by a crash of its caller
-    // before it could complete the dedup record.
+    // Charge k (k ≥ 1) is accounted for only if the process that made charge k-1 was crashed
+    // after it (before it could complete the dedup record).
     for (let k = 1; k < charged.length; k++) {
-      if (!charged[k - 1]!.crashAfter) {
-        unaccountedDuplicates.push(`${id}: charge #${k + 1} without a crash after charge #${k}`);
+      const prev = charged[k - 1]!;
+      // (A charge that reached the provider just after the kill was issued still came from before
+      // the process died: only "crashed before the repeat" is required.)
+      const explained = crashLog.some((c) => c.pid === prev.pid && c.at <= charged[k]!.at);
+      if (!explained) {
+        unaccountedDuplicates.push(
+          `${id}: charge #${k + 1} without a crash of pid ${prev.pid} after charge #${k}`,
+        );
         break;
       }
     }

@@ -22,6 +22,16 @@ export interface ChargeCall {
   readonly outcome: "charged" | "declined" | "crash-before";
   /** The caller was killed right after this (charged) call was answered. */
   readonly crashAfter: boolean;
+  /** The process that made the call (-1 if unknown). */
+  readonly pid: number;
+}
+
+/** A crash of a caller's process, injected at `at` (for any reason). */
+export interface CrashRecord {
+  readonly crash: true;
+  readonly pid: number;
+  readonly at: number;
+  readonly reason: string;
 }
 
 export type CrashDecision = "none" | "before" | "after";
@@ -29,8 +39,12 @@ export type CrashDecision = "none" | "before" | "after";
 export interface PaymentProvider {
   readonly url: string;
   readonly ledgerFile: string;
-  /** Reads the ledger back from its file. */
+  /** Reads the charge calls back from the ledger file. */
   readLedger(): ChargeCall[];
+  /** Reads the crashes back from the ledger file. */
+  readCrashes(): CrashRecord[];
+  /** Appends a crash of a caller's process to the ledger (every kill of a payment environment). */
+  recordCrash(pid: number, reason: string): void;
   close(): Promise<void>;
 }
 
@@ -41,6 +55,8 @@ export async function startPaymentProvider(options: {
   decide?: (orderId: string) => CrashDecision;
   /** Kills the process that is charging `orderId`. Returns false if none could be found. */
   killCaller?: (orderId: string) => boolean;
+  /** The pid of the process charging `orderId`, for the ledger. */
+  callerPid?: (orderId: string) => number | undefined;
 }): Promise<PaymentProvider> {
   if (!existsSync(options.ledgerFile)) writeFileSync(options.ledgerFile, "");
   let seq = 0;
@@ -60,7 +76,14 @@ export async function startPaymentProvider(options: {
       const orderId = String(body.orderId ?? "");
       const idempotencyKey = String(req.headers["idempotency-key"] ?? "");
       const amountCents = Number(body.amountCents ?? 0);
-      const base = { seq: ++seq, at: Date.now(), orderId, idempotencyKey, amountCents };
+      const base = {
+        seq: ++seq,
+        at: Date.now(),
+        orderId,
+        idempotencyKey,
+        amountCents,
+        pid: options.callerPid?.(orderId) ?? -1,
+      };
       if (amountCents > limit) {
         write({ ...base, outcome: "declined", crashAfter: false });
         res.writeHead(402, { "content-type": "application/json" }).end(JSON.stringify({ error: "declined" }));
@@ -80,17 +103,22 @@ export async function startPaymentProvider(options: {
       });
     });
   });
+  const readLines = () =>
+    readFileSync(options.ledgerFile, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as ChargeCall | CrashRecord);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   server.unref();
   const port = (server.address() as { port: number }).port;
   return {
     url: `http://127.0.0.1:${port}`,
     ledgerFile: options.ledgerFile,
-    readLedger: () =>
-      readFileSync(options.ledgerFile, "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as ChargeCall),
+    readLedger: () => readLines().filter((l): l is ChargeCall => !("crash" in l)),
+    readCrashes: () => readLines().filter((l): l is CrashRecord => "crash" in l),
+    recordCrash(pid, reason) {
+      appendFileSync(options.ledgerFile, `${JSON.stringify({ crash: true, pid, at: Date.now(), reason })}\n`);
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -163,9 +163,13 @@ export async function startReferenceService(options: ReferenceServiceOptions): P
     killCaller: (orderId) => {
       const env = charging.get(orderId);
       if (!env || env.dead) return false;
+      // Recorded before the kill: every order this environment charged and had not completed yet
+      // may be charged again, and the accounting must see why.
+      provider.recordCrash(env.pid, `crash hook for ${orderId}`);
       env.kill();
       return true;
     },
+    callerPid: (orderId) => charging.get(orderId)?.pid,
   });
 
   const fnEnv = (extra: Record<string, string>): Record<string, string> => ({

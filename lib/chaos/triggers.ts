@@ -202,11 +202,19 @@ export async function startKafkaTrigger(options: {
         );
         stats.invocations++;
         let done: (() => void) | undefined;
+        // Lambda's poller stays in the group while the function runs (a retry rung may wait
+        // tens of seconds for its records to come due): keep heartbeating meanwhile.
+        const beat = setInterval(() => {
+          heartbeat().catch(() => {});
+        }, 1_000);
         const outcome = await options.pool
           .invoke(event, (env) => {
             done = options.onEnvironment?.(event, env);
           })
-          .finally(() => done?.());
+          .finally(() => {
+            clearInterval(beat);
+            done?.();
+          });
         if (!outcome.ok) {
           stats.failedInvocations++;
           await sleep(300);
