@@ -53,25 +53,28 @@ interface ParkedContext {
   "x-original-topic"?: string;
 }
 
-function sqsContext(m: Message): ParkedContext | undefined {
-  const raw = m.MessageAttributes?.["x-failure-context"]?.StringValue;
-  if (raw) return JSON.parse(raw) as ParkedContext;
+/** The failure context and the user's attributes, whether packed side by side or folded (lib/core/attributePacking.ts). */
+function unpack(m: Message): {
+  context: ParkedContext | undefined;
+  attributes: Record<string, { StringValue?: string }>;
+} {
   const folded = m.MessageAttributes?.["x-folded-attributes"]?.StringValue;
   if (folded) {
-    const f = JSON.parse(folded) as Record<string, { StringValue?: string }>;
-    const inner = f["x-failure-context"]?.StringValue;
-    if (inner) return JSON.parse(inner) as ParkedContext;
+    const f = JSON.parse(folded) as {
+      attributes: Record<string, { StringValue?: string }>;
+      context: ParkedContext;
+    };
+    return { context: f.context, attributes: f.attributes };
   }
-  return undefined;
+  const raw = m.MessageAttributes?.["x-failure-context"]?.StringValue;
+  return {
+    context: raw ? (JSON.parse(raw) as ParkedContext) : undefined,
+    attributes: (m.MessageAttributes ?? {}) as Record<string, { StringValue?: string }>,
+  };
 }
 
-function chaosIdOf(m: Message): string | undefined {
-  const direct = m.MessageAttributes?.[CHAOS_ID]?.StringValue;
-  if (direct) return direct;
-  const folded = m.MessageAttributes?.["x-folded-attributes"]?.StringValue;
-  if (folded) return (JSON.parse(folded) as Record<string, { StringValue?: string }>)[CHAOS_ID]?.StringValue;
-  return undefined;
-}
+const sqsContext = (m: Message) => unpack(m).context;
+const chaosIdOf = (m: Message) => unpack(m).attributes[CHAOS_ID]?.StringValue;
 
 function orderIdOf(r: TopicRecord): string | undefined {
   try {

@@ -29,7 +29,7 @@ const POISON = [
   {
     kind: "garbage",
     errorType: "InvalidJsonError",
-    body: (i: number) => `\u00ff\u00fe${"\u0010\ufffd".repeat(8)}${i}`,
+    body: (i: number) => `\u00ff\u00fe${"\u0009\ufffd\u00c3".repeat(8)}${i}`,
   },
 ] as const;
 
