@@ -191,6 +191,8 @@ export async function startKafkaTrigger(options: {
   await consumer.subscribe({ topic: options.topic, fromBeginning: true });
   const batchSize = options.batchSize ?? 100;
   await consumer.run({
+    // Lambda's Kafka poller invokes one batch per partition at a time, partitions side by side.
+    partitionsConsumedConcurrently: 8,
     eachBatchAutoResolve: false,
     autoCommit: true,
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
