@@ -356,7 +356,12 @@ describe("local runtime: DynamoDB Streams trigger", () => {
       expect(b.requestContext.condition).toBe("RetryAttemptsExhausted");
       expect(JSON.stringify(b)).not.toContain("NewImage"); // metadata only
     }
-    const inv = await invocations(ddb, record);
+    // The on-failure message for b2 can land before the runtime goes on to b3: wait for that invocation.
+    const inv = await until(
+      "the bisected batch's last record",
+      () => invocations(ddb, record),
+      (all) => all.some((i) => i.source === t("Bisect").streamArn && i.ids.join() === "ITEM#b3"),
+    );
     const partial = inv.filter((i) => i.source === t("Partial").streamArn).map((i) => i.ids);
     // Checkpoint at p2 (the failed sequence number): the retry starts there; after one retry the rest is discarded.
     expect(partial).toEqual([
