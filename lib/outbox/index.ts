@@ -26,6 +26,7 @@ export {
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions, type RelayReport } from "./relay.ts";
 export * from "./schema.ts";
 export { clearPending, requeueParked } from "./settle.ts";
+export { assertDynamoDbStreamEvent } from "./streamEvent.ts";
 export { createStreamPoller, matchesFilter, type StreamPoller, toLambdaRecord } from "./streamPoller.ts";
 export {
   createOutboxSweeper,

@@ -10,6 +10,7 @@ import { isOutboxKey, type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
 import { OUTBOX_ATTR as A } from "./schema.ts";
 import { clearPending, fromLambdaImage, park } from "./settle.ts";
+import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
 
 /**
  * The outbox relay: a Lambda handler for the app table's DynamoDB stream.
@@ -123,7 +124,8 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       return lastReport;
     },
     async handler(event) {
-      const records = event.Records ?? [];
+      assertDynamoDbStreamEvent(event);
+      const records = event.Records;
       const tableName =
         options.tableName ?? process.env.APP_TABLE_NAME ?? tableNameFromStreamArn(records[0]?.eventSourceARN);
       if (!tableName) throw new Error("outbox relay: no table name (set APP_TABLE_NAME)");

@@ -106,8 +106,10 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
 
     const park = async (record: SQSRecord, error: unknown): Promise<Outcome> => {
       const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
-      const q = await queueOf(record.eventSourceARN);
-      if (!q?.deadLetterUrl) {
+      // An explicit DLQ needs no lookup, so parking still works when the source queue can't be resolved.
+      const explicit = options.deadLetterQueueUrl ?? process.env.DLQ_URL;
+      const deadLetterUrl = explicit ?? (await queueOf(record.eventSourceARN))?.deadLetterUrl;
+      if (!deadLetterUrl) {
         telemetry.count(METRIC.parkFailures);
         telemetry.logger.error("permanent failure but no dead-letter queue to park it in", {
           messageId: record.messageId,
@@ -119,7 +121,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       try {
         await parkInDeadLetterQueue(
           sqs,
-          q.deadLetterUrl,
+          deadLetterUrl,
           record,
           failureContext({
             error,

@@ -235,6 +235,23 @@ describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
     expect(result.deleted).toBe(1);
   });
 
+  it("parks in an explicit DLQ even when the source queue cannot be looked up", async () => {
+    const q = await queue("explicit-dlq");
+    const handler = sqsConsumer<Msg>(async () => undefined, {
+      schema: Msg,
+      idempotency: false,
+      deadLetterQueueUrl: q.dlqUrl,
+    });
+    const missing = "arn:aws:sqs:us-east-1:000000000000:no-such-queue";
+    const event: SQSEvent = {
+      Records: [toLambdaRecord({ MessageId: "m-1", ReceiptHandle: "rh-1", Body: "garbage" }, missing)],
+    };
+    const response = await handler(event, lambdaContext("f", 30_000));
+    expect(response.batchItemFailures).toEqual([]);
+    const parked = await drainQueue(sqs, q.dlqUrl);
+    expect(parked.map((m) => m.Body)).toEqual(["garbage"]);
+  });
+
   it("makes a transiently failing record visible again after the backoff, not the queue's 60 s timeout", async () => {
     const q = await queue("backoff", { visibilityTimeout: 60 });
     let calls = 0;
