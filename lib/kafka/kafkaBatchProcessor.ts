@@ -274,7 +274,7 @@ export function createKafkaBatchProcessor<T>(
         ladder,
         baseTopic,
         previousRetryCount: previousRetryCount(view),
-        errorKind: kind,
+        errorKind: error instanceof InProgressElsewhereError ? "contended" : kind,
       });
       if (mode === "partial-batch" && route.kind === "retry") throw new Unfinished("failed");
       const lane = keyLane(view);

@@ -118,12 +118,15 @@ export type Route =
 /**
  * Where a failed record goes next. `previousRetryCount` is the record's `x-retry-count` (0 on the
  * main topic). A permanent error skips the ladder; a transient one climbs a rung until none is left.
+ * A `contended` record (its key is leased by another consumer right now) has not failed at all: it
+ * goes back onto the ladder without using up an attempt, so a crash elsewhere can never push a good
+ * record into the dead-letter topic; the other holder's lease always ends.
  */
 export function routeFailure(input: {
   readonly ladder: RetryLadder;
   readonly baseTopic: string;
   readonly previousRetryCount: number;
-  readonly errorKind: "permanent" | "transient";
+  readonly errorKind: "permanent" | "transient" | "contended";
 }): Route {
   const { ladder, baseTopic, errorKind } = input;
   const previous = Number.isSafeInteger(input.previousRetryCount) ? Math.max(0, input.previousRetryCount) : 0;
@@ -134,6 +137,16 @@ export function routeFailure(input: {
       topic: deadLetterTopicName(ladder, baseTopic),
       retryCount,
       reason: "permanent",
+    };
+  }
+  if (errorKind === "contended" && ladder.delaysMs.length > 0) {
+    const rung = Math.min(previous, ladder.delaysMs.length - 1);
+    const delayMs = ladder.delaysMs[rung]!;
+    return {
+      kind: "retry",
+      topic: retryTopicName(ladder, baseTopic, delayMs),
+      retryCount: previous,
+      delayMs,
     };
   }
   const delayMs = ladder.delaysMs[previous];

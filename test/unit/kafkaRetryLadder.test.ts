@@ -131,3 +131,17 @@ describe("retry ladder", () => {
     });
   });
 });
+
+describe("routeFailure for a contended key (leased by another consumer)", () => {
+  it("goes back onto the ladder without using up an attempt, and never reaches the dead-letter topic", () => {
+    const contended = (previousRetryCount: number) =>
+      routeFailure({ ladder, baseTopic: "orders", previousRetryCount, errorKind: "contended" });
+    expect(contended(0)).toEqual({ kind: "retry", topic: "orders.retry.5s", retryCount: 0, delayMs: 5_000 });
+    expect(contended(1)).toMatchObject({ kind: "retry", topic: "orders.retry.1m", retryCount: 1 });
+    // Past the last rung a transient failure is dead-lettered; a contended record waits on the last rung.
+    expect(
+      routeFailure({ ladder, baseTopic: "orders", previousRetryCount: 3, errorKind: "transient" }).kind,
+    ).toBe("dead-letter");
+    expect(contended(3)).toMatchObject({ kind: "retry", topic: "orders.retry.10m", retryCount: 3 });
+  });
+});
