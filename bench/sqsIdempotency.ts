@@ -31,7 +31,7 @@ export const DEFAULT_SQS_BENCH: SqsBenchOptions = {
   batchSize: 100,
   duplicateRate: 0.1,
   handlerMs: 2,
-  rounds: 4,
+  rounds: 6,
 };
 
 /** A seeded PRNG so both sides see the very same workload. */
@@ -206,19 +206,23 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
   const theirs = (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) =>
     powertoolsSqsHandler(client, table, work) as unknown as Handler;
 
-  // Alternate sides so drift in the JVM or the machine hits both alike; keep each side's best round.
-  const best: { ours?: SideResult; powertools?: SideResult } = {};
+  // Alternate sides so drift in the JVM or the machine hits both alike. Each round pairs one run of
+  // each side back to back; the ratio is the median of the paired rounds' ratios (robust to a noisy
+  // round), and each side's figures are from its median round.
+  const rounds: { ours: SideResult; powertools: SideResult; ratio: number }[] = [];
   for (let r = 0; r < o.rounds; r++) {
     const a = await runSide(ours, createDedupTable, o, arn, `ours-${r}`);
     const b = await runSide(theirs, powertoolsTable, o, arn, `pt-${r}`);
-    if (!best.ours || a.msgsPerSec > best.ours.msgsPerSec) best.ours = a;
-    if (!best.powertools || b.msgsPerSec > best.powertools.msgsPerSec) best.powertools = b;
+    rounds.push({ ours: a, powertools: b, ratio: a.msgsPerSec / b.msgsPerSec });
     console.error(`round ${r + 1}: ours ${a.msgsPerSec} msg/s, powertools ${b.msgsPerSec} msg/s`);
   }
+  const medianOf = <T>(items: T[], by: (t: T) => number): T =>
+    [...items].sort((x, y) => by(x) - by(y))[Math.floor((items.length - 1) / 2)]!;
   return {
     workload: o,
-    ours: best.ours!,
-    powertools: best.powertools!,
-    ratio: round(best.ours!.msgsPerSec / best.powertools!.msgsPerSec, 2),
+    ours: medianOf(rounds, (r) => r.ours.msgsPerSec).ours,
+    powertools: medianOf(rounds, (r) => r.powertools.msgsPerSec).powertools,
+    ratio: round(medianOf(rounds, (r) => r.ratio).ratio, 2),
+    roundRatios: rounds.map((r) => round(r.ratio, 2)),
   };
 }

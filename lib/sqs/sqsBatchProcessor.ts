@@ -250,26 +250,30 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         .filter((t) => !outcomes[t.i]);
       const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
 
-      // 3. Claim every remaining key at once: new keys go out 25 to a request. The heartbeat then
-      //    keeps all of them (visibility and lease) until each record finishes.
+      // 3. Claim every remaining key at once (new keys go out 25 to a request) and start each record
+      //    as soon as its own claim lands. The heartbeat keeps every unfinished record invisible, and
+      //    its lease alive, until the record finishes.
       if (records.length > 0) await startHeartbeat(records[0]!.eventSourceARN);
-      const claims: (Claim | undefined)[] = await Promise.all(
-        todo.map((t) =>
-          dedup
-            ? dedup
-                .claim(t.envelope!.id, { payloadHash: idempotency.payloadHashOf(t.envelope!) })
-                .catch((error): Claim => ({ status: "error", error }))
-            : undefined,
-        ),
-      );
-      todo.forEach((t, j) => {
-        const claim = claims[j];
-        if (claim?.status === "claimed") leases.set(t.i, claim.lease);
-        if (claim && claim.status !== "claimed") return;
+      const claims: Promise<Claim | undefined>[] = todo.map((t) => {
         const abort = new AbortController();
         aborts.set(t.i, abort);
-        heartbeat?.track(t.record.messageId, t.record.receiptHandle, leases.get(t.i), () =>
+        const id = t.record.messageId;
+        heartbeat?.track(id, t.record.receiptHandle, undefined, () =>
           abort.abort(new LeaseLostError("lease lost")),
+        );
+        if (!dedup) return Promise.resolve(undefined);
+        return dedup.claim(t.envelope!.id, { payloadHash: idempotency.payloadHashOf(t.envelope!) }).then(
+          (claim): Claim => {
+            if (claim.status === "claimed") {
+              leases.set(t.i, claim.lease);
+              heartbeat?.setLease(id, claim.lease);
+            } else heartbeat?.untrack(id);
+            return claim;
+          },
+          (error): Claim => {
+            heartbeat?.untrack(id);
+            return { status: "error", error };
+          },
         );
       });
 
@@ -277,7 +281,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         todo.map((t, j) => ({
           key: fifo ? (t.record.attributes.MessageGroupId ?? "") : undefined,
           run: async () => {
-            const outcome = await runOne(t.i, t.record, t.envelope!, claims[j]);
+            const outcome = await runOne(t.i, t.record, t.envelope!, await claims[j]);
             outcomes[t.i] = outcome;
             // In a FIFO group a failure must stop the group's later records.
             if (outcome.kind === "retry") throw outcome.error;
@@ -300,6 +304,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       });
       // Records that never started (time ran out, or an earlier record of their FIFO group failed)
       // give their claims back, so their redelivery can run at once.
+      await Promise.all(claims);
       await Promise.all(
         [...leases].map(([i, lease]) =>
           dedup?.release(lease).catch((error) =>

@@ -63,6 +63,12 @@ export class VisibilityHeartbeat {
     this.timer ??= setInterval(() => void this.beat(), Math.max(250, Math.floor(this.afterMs / 2)));
   }
 
+  /** Renews this lease along with the record's visibility from now on (a claim that landed after `track`). */
+  setLease(id: string, lease: Lease): void {
+    const t = this.tracked.get(id);
+    if (t) t.lease = lease;
+  }
+
   /** Stops watching a record the moment it finishes or fails. */
   untrack(id: string): void {
     this.tracked.delete(id);
