@@ -17,6 +17,8 @@ export interface FunctionSpec {
   readonly timeoutMs?: number;
   /** Extra `node` flags, e.g. `--import <preload>`. */
   readonly execArgv?: readonly string[];
+  /** Told of every kill of an environment (a crash from outside, or Lambda's timeout kill). */
+  readonly onKill?: (pid: number, reason: string) => void;
 }
 
 export type InvokeOutcome =
@@ -108,6 +110,7 @@ export async function startEnvironment(spec: FunctionSpec): Promise<FunctionEnvi
         const timer = setTimeout(() => {
           if (!pending.has(id)) return;
           // Lambda kills a timed-out environment.
+          spec.onKill?.(child.pid ?? -1, "timeout");
           child.kill("SIGKILL");
         }, timeoutMs + 1_000);
         pending.set(id, (o) => {
@@ -118,7 +121,9 @@ export async function startEnvironment(spec: FunctionSpec): Promise<FunctionEnvi
       });
     },
     kill() {
-      if (!dead) child.kill("SIGKILL");
+      if (dead) return;
+      spec.onKill?.(child.pid ?? -1, "killed");
+      child.kill("SIGKILL");
     },
   };
 }

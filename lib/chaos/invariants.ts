@@ -214,10 +214,11 @@ export async function checkPipeline(
       const prev = charged[k - 1]!;
       // (A charge that reached the provider just after the kill was issued still came from before
       // the process died: only "crashed before the repeat" is required.)
-      const explained = crashLog.some((c) => c.pid === prev.pid && c.at <= charged[k]!.at);
+      const callers = prev.pids?.length ? prev.pids : [prev.pid];
+      const explained = crashLog.some((c) => callers.includes(c.pid) && c.at <= charged[k]!.at);
       if (!explained) {
         unaccountedDuplicates.push(
-          `${id}: charge #${k + 1} without a crash of pid ${prev.pid} after charge #${k}`,
+          `${id}: charge #${k + 1} without a crash of pid ${callers.join("/")} after charge #${k}`,
         );
         break;
       }

@@ -24,6 +24,11 @@ export interface ChargeCall {
   readonly crashAfter: boolean;
   /** The process that made the call (-1 if unknown). */
   readonly pid: number;
+  /**
+   * Every process charging this order when the call arrived. An order can be in two invocations at
+   * once (the main topic and a retry topic), and the provider cannot tell which one called.
+   */
+  readonly pids?: readonly number[];
 }
 
 /** A crash of a caller's process, injected at `at` (for any reason). */
@@ -55,8 +60,8 @@ export async function startPaymentProvider(options: {
   decide?: (orderId: string) => CrashDecision;
   /** Kills the process that is charging `orderId`. Returns false if none could be found. */
   killCaller?: (orderId: string) => boolean;
-  /** The pid of the process charging `orderId`, for the ledger. */
-  callerPid?: (orderId: string) => number | undefined;
+  /** The pids of the processes charging `orderId`, for the ledger. */
+  callerPids?: (orderId: string) => number[];
 }): Promise<PaymentProvider> {
   if (!existsSync(options.ledgerFile)) writeFileSync(options.ledgerFile, "");
   let seq = 0;
@@ -82,7 +87,8 @@ export async function startPaymentProvider(options: {
         orderId,
         idempotencyKey,
         amountCents,
-        pid: options.callerPid?.(orderId) ?? -1,
+        pid: options.callerPids?.(orderId)[0] ?? -1,
+        pids: options.callerPids?.(orderId) ?? [],
       };
       if (amountCents > limit) {
         write({ ...base, outcome: "declined", crashAfter: false });

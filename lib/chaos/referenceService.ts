@@ -155,21 +155,23 @@ export async function startReferenceService(options: ReferenceServiceOptions): P
   await admin.disconnect();
 
   // The external effect, with crash hooks that kill whichever environment is charging the order.
-  const charging = new Map<string, FunctionEnvironment>();
+  const charging = new Map<string, Set<FunctionEnvironment>>();
   const dir = mkdtempSync(join(tmpdir(), `${p}-`));
   const provider = await startPaymentProvider({
     ledgerFile: join(dir, "charges.jsonl"),
     ...(options.crashDecision ? { decide: options.crashDecision } : {}),
     killCaller: (orderId) => {
-      const env = charging.get(orderId);
-      if (!env || env.dead) return false;
-      // Recorded before the kill: every order this environment charged and had not completed yet
-      // may be charged again, and the accounting must see why.
-      provider.recordCrash(env.pid, `crash hook for ${orderId}`);
-      env.kill();
+      const envs = [...(charging.get(orderId) ?? [])].filter((e) => !e.dead);
+      if (envs.length === 0) return false;
+      // Recorded before the kill (also by the pool's onKill): every order these environments
+      // charged and had not completed yet may be charged again, and the accounting must see why.
+      for (const env of envs) {
+        provider.recordCrash(env.pid, `crash hook for ${orderId}`);
+        env.kill();
+      }
       return true;
     },
-    callerPid: (orderId) => charging.get(orderId)?.pid,
+    callerPids: (orderId) => [...(charging.get(orderId) ?? [])].map((e) => e.pid),
   });
 
   const fnEnv = (extra: Record<string, string>): Record<string, string> => ({
@@ -217,6 +219,9 @@ export async function startReferenceService(options: ReferenceServiceOptions): P
       {
         name: "payment-consumer",
         module: join(FUNCTIONS, "payment-consumer/handler.ts"),
+        // Every kill of a payment environment (crash hook, random crash, timeout) is a crash that
+        // may leave a charge without its completion: the accounting needs all of them.
+        onKill: (pid, reason) => provider.recordCrash(pid, `payment environment ${reason}`),
         env: fnEnv({
           DEDUP_TABLE_NAME: dedupTable,
           PAYMENT_GATEWAY_URL: provider.url,
@@ -281,9 +286,13 @@ export async function startReferenceService(options: ReferenceServiceOptions): P
             }
           }
         }
-        for (const id of orderIds) charging.set(id, env);
+        for (const id of orderIds) charging.set(id, (charging.get(id) ?? new Set()).add(env));
         return () => {
-          for (const id of orderIds) if (charging.get(id) === env) charging.delete(id);
+          for (const id of orderIds) {
+            const set = charging.get(id);
+            set?.delete(env);
+            if (set?.size === 0) charging.delete(id);
+          }
         };
       },
     });
