@@ -323,7 +323,8 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       await Promise.allSettled(completions);
       await dedup?.flush().catch(() => undefined);
     } finally {
-      heartbeat?.stop();
+      // Before the retry visibilities below: an extension landing after them would undo the backoff.
+      await heartbeat?.stop();
     }
 
     const failures: SQSBatchItemFailure[] = [];

@@ -33,7 +33,8 @@ interface Tracked {
 export class VisibilityHeartbeat {
   private readonly tracked = new Map<string, Tracked>();
   private timer: NodeJS.Timeout | undefined;
-  private beating = false;
+  /** The beat in flight, if any: its ChangeMessageVisibility calls must land before the batch's own. */
+  private beating: Promise<void> | undefined;
   private readonly afterMs: number;
   private readonly extendSeconds: number;
   private readonly marginSeconds: number;
@@ -72,12 +73,18 @@ export class VisibilityHeartbeat {
   /** Stops watching a record the moment it finishes or fails. */
   untrack(id: string): void {
     this.tracked.delete(id);
-    if (this.tracked.size === 0) this.stop();
+    if (this.tracked.size === 0) void this.stop();
   }
 
-  stop(): void {
+  /**
+   * Stops beating and resolves once a beat still in flight has landed. Await it before setting a
+   * failed record's retry visibility: a late extension would otherwise overwrite the backoff and
+   * hide the record for a whole visibility timeout.
+   */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    await this.beating;
   }
 
   private horizonSeconds(now: number): number {
@@ -86,9 +93,15 @@ export class VisibilityHeartbeat {
     return Math.floor(Math.min(this.extendSeconds, byLambda, bySqsCap));
   }
 
-  private async beat(): Promise<void> {
-    if (this.beating) return;
-    this.beating = true;
+  private beat(): Promise<void> {
+    if (this.beating) return this.beating;
+    this.beating = this.extend().finally(() => {
+      this.beating = undefined;
+    });
+    return this.beating;
+  }
+
+  private async extend(): Promise<void> {
     try {
       const now = Date.now();
       const due = now - this.deps.receivedAtMs >= this.afterMs ? [...this.tracked.values()] : [];
@@ -106,6 +119,7 @@ export class VisibilityHeartbeat {
           try {
             t.lease = await dedup.renew(t.lease, seconds * 1000);
           } catch (error) {
+            if (!this.tracked.has(t.id)) return; // finished meanwhile: its completion ended the lease
             telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.heartbeatErrors);
             telemetry.logger.warn("heartbeat could not renew the dedup lease", { messageId: t.id, error });
             if (error instanceof LeaseLostError) t.onLeaseLost();
@@ -120,8 +134,6 @@ export class VisibilityHeartbeat {
     } catch (error) {
       this.deps.telemetry.count(METRIC.heartbeatErrors);
       this.deps.telemetry.logger.warn("heartbeat failed", { error });
-    } finally {
-      this.beating = false;
     }
   }
 }
