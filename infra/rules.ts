@@ -153,3 +153,24 @@ export function checkDedupWindow(table: string, windowSeconds: number, paths: re
     ].join("\n"),
   );
 }
+
+/**
+ * A construct validation (run at synth, so retry paths added later count) that fails when the
+ * window is not longer than every retry path: the one rule both dedup and inbox tables follow.
+ */
+export function dedupWindowValidation(
+  table: string,
+  windowSeconds: () => number,
+  paths: () => readonly RetryPath[],
+): { validate(): string[] } {
+  return {
+    validate: () => {
+      try {
+        checkDedupWindow(table, windowSeconds(), paths());
+        return [];
+      } catch (error) {
+        return [(error as Error).message];
+      }
+    },
+  };
+}

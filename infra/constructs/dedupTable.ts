@@ -9,7 +9,7 @@ import {
   DEDUP_TABLE_ACTIONS,
   DEDUP_TTL_ATTRIBUTE,
 } from "../../lib/dedup/schema.ts";
-import { checkDedupWindow, type RetryPath } from "../rules.ts";
+import { dedupWindowValidation, type RetryPath } from "../rules.ts";
 
 export interface DedupTableProps {
   /** @default - a CloudFormation-generated name */
@@ -52,20 +52,13 @@ export class DedupTable extends Construct {
         : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
-    this.node.addValidation({
-      validate: () => {
-        try {
-          checkDedupWindow(
-            this.node.path,
-            this.window.toSeconds(),
-            this.retryPaths.map((p) => p()),
-          );
-          return [];
-        } catch (error) {
-          return [(error as Error).message];
-        }
-      },
-    });
+    this.node.addValidation(
+      dedupWindowValidation(
+        this.node.path,
+        () => this.window.toSeconds(),
+        () => this.retryPaths.map((p) => p()),
+      ),
+    );
   }
 
   get tableName(): string {

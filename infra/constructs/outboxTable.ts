@@ -17,7 +17,7 @@ import {
   OUTBOX_STREAM_FILTER_PATTERN,
   OUTBOX_TTL_ATTRIBUTE,
 } from "../../lib/outbox/schema.ts";
-import { checkDedupWindow, type RetryPath } from "../rules.ts";
+import { dedupWindowValidation, type RetryPath } from "../rules.ts";
 import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
 
 export interface OutboxTableProps {
@@ -92,20 +92,13 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
       sortKey: { name: OUTBOX_ATTR.pendingSince, type: dynamodb.AttributeType.NUMBER },
       projectionType: dynamodb.ProjectionType.ALL,
     });
-    this.node.addValidation({
-      validate: () => {
-        try {
-          checkDedupWindow(
-            `${this.node.path} (inbox)`,
-            this.window.toSeconds(),
-            this.retryPaths.map((p) => p()),
-          );
-          return [];
-        } catch (error) {
-          return [(error as Error).message];
-        }
-      },
-    });
+    this.node.addValidation(
+      dedupWindowValidation(
+        `${this.node.path} (inbox)`,
+        () => this.window.toSeconds(),
+        () => this.retryPaths.map((p) => p()),
+      ),
+    );
   }
 
   get tableName(): string {
