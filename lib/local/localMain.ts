@@ -11,6 +11,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 import { createSqsClient } from "../sqs/sqsClient.ts";
@@ -136,6 +137,11 @@ async function main(): Promise<number> {
     sqs.destroy();
     await emulators.stop();
   };
+  const boundedShutdown = () =>
+    Promise.race([
+      shutdown(),
+      sleep(30_000).then(() => log("local: shutdown took over 30 s; exiting anyway (the emulators stop with this process)")),
+    ]);
   try {
     runtime = await startLocalRuntime({
       cdkOut,
@@ -218,11 +224,12 @@ async function main(): Promise<number> {
       await shutdown();
       return ok ? 0 : 1;
     }
-    await shutdown();
+    // The verdict first: a shutdown that hangs must not swallow it.
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+    await boundedShutdown();
     return ok ? 0 : 1;
   } catch (error) {
-    await shutdown().catch(() => undefined);
+    await boundedShutdown().catch(() => undefined);
     throw error;
   }
 }

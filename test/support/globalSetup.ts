@@ -7,14 +7,20 @@ declare module "vitest" {
   }
 }
 
-let emulators: Emulators | undefined;
+// Every project of the run calls setup; they share one set of emulators, stopped by the last teardown.
+let emulators: Promise<Emulators> | undefined;
+let users = 0;
 
 /** Starts DynamoDB Local, fauxqs and the Kafka mock once for the whole run. */
 export async function setup(project: TestProject): Promise<void> {
-  emulators = await startEmulators();
-  project.provide("emulatorEnv", emulators.env);
+  users++;
+  emulators ??= startEmulators();
+  project.provide("emulatorEnv", (await emulators).env);
 }
 
 export async function teardown(): Promise<void> {
-  await emulators?.stop();
+  if (--users > 0 || !emulators) return;
+  const running = emulators;
+  emulators = undefined;
+  await (await running).stop();
 }
