@@ -10,8 +10,8 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 import { createSqsClient } from "../sqs/sqsClient.ts";
@@ -140,7 +140,9 @@ async function main(): Promise<number> {
   const boundedShutdown = () =>
     Promise.race([
       shutdown(),
-      sleep(30_000).then(() => log("local: shutdown took over 30 s; exiting anyway (the emulators stop with this process)")),
+      sleep(30_000).then(() =>
+        log("local: shutdown took over 30 s; exiting anyway (the emulators stop with this process)"),
+      ),
     ]);
   try {
     runtime = await startLocalRuntime({
