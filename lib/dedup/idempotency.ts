@@ -52,7 +52,14 @@ export function createIdempotency(setting: IdempotencySetting, client: DynamoDBC
     },
     resultToStore(result) {
       if (!options?.storeResult || result === undefined) return undefined;
-      const json = JSON.stringify(result);
+      // Called after the effect: a result that can't be serialised (a BigInt, a cycle) is not kept,
+      // and must never turn a success into a failure that runs the effect again.
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(result);
+      } catch {
+        return undefined;
+      }
       return json !== undefined && json.length <= MAX_STORED_RESULT ? json : undefined;
     },
   };

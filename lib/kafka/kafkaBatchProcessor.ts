@@ -199,10 +199,17 @@ export function createKafkaBatchProcessor<T>(
       ),
     );
     const firstById = new Map<string, number>();
+    // Same id, other payload: a duplicate or a key reuse, which only the store can tell once the
+    // first is done; so that record takes the retry path instead of being dropped as a duplicate.
+    const otherPayload = new Set<number>();
     const duplicateOf: (number | undefined)[] = envelopes.map((p, i) => {
       if (!p.ok) return undefined;
       const first = firstById.get(p.envelope.id);
       if (first === undefined) firstById.set(p.envelope.id, i);
+      else if (envelopes[first]?.ok && envelopes[first].envelope.raw !== p.envelope.raw) {
+        otherPayload.add(i);
+        return undefined;
+      }
       return first;
     });
 
@@ -211,7 +218,12 @@ export function createKafkaBatchProcessor<T>(
     const preClaims = new Map<number, Promise<{ ok: true; claim: Claim } | { ok: false; error: unknown }>>();
     if (dedup && (options.claimAhead ?? true)) {
       envelopes.forEach((p, i) => {
-        if (!p.ok || duplicateOf[i] !== undefined || topicRole(ladder, views[i]!.topic).kind === "retry")
+        if (
+          !p.ok ||
+          duplicateOf[i] !== undefined ||
+          otherPayload.has(i) ||
+          topicRole(ladder, views[i]!.topic).kind === "retry"
+        )
           return;
         const payloadHash = idempotency.payloadHashOf(p.envelope);
         preClaims.set(
@@ -299,6 +311,15 @@ export function createKafkaBatchProcessor<T>(
       if (duplicateOf[index] !== undefined) {
         telemetry.count(METRIC.inBatchDuplicates);
         return { kind: "duplicate" };
+      }
+      if (otherPayload.has(index)) {
+        return fail(
+          index,
+          new InProgressElsewhereError(
+            `'${envelope.id}' came twice in this batch with different payloads; this one waits for the first`,
+          ),
+          envelope.id,
+        );
       }
       const role = topicRole(ladder, view.topic);
       if (role.kind === "retry") {
@@ -426,11 +447,19 @@ export function createKafkaBatchProcessor<T>(
       results.forEach((r, k) => {
         if (r.status === "fulfilled") return;
         const index = completions[k]!.index;
-        if (r.reason instanceof LeaseLostError) telemetry.count(METRIC.leasesLost);
-        log("completion failed; the record will be redelivered", views[index]!, {
-          error: describeError(r.reason),
-        });
-        outcomes[index] = { kind: "unfinished", why: "lease-lost" };
+        if (r.reason instanceof LeaseLostError) {
+          // Someone took the key over: redelivered, the record meets their record, not ours.
+          telemetry.count(METRIC.leasesLost);
+          log("completion failed; the record will be redelivered", views[index]!, {
+            error: describeError(r.reason),
+          });
+          outcomes[index] = { kind: "unfinished", why: "lease-lost" };
+          return;
+        }
+        // The effect is applied and the key is still ours (throttling, a timeout): redelivering would
+        // only meet our own lease and then run the effect again. Acked, like the SQS consumer does.
+        telemetry.count(METRIC.transientFailures);
+        log("effect applied but completion not recorded", views[index]!, { error: describeError(r.reason) });
       });
     }
 

@@ -189,7 +189,8 @@ export function toOutboxItem(
     [A.destination]: s(event.destination),
     [A.pending]: s(pendingShard(event.aggregateType, event.aggregateId, options.pendingShards)),
     [A.pendingSince]: n(event.createdAt),
-    [A.expiresAt]: n(Math.floor(event.createdAt / 1000) + options.retentionSeconds),
+    // No TTL while pending (see A.expiresAt): clearPending starts it once the event is published.
+    [A.retentionSeconds]: n(options.retentionSeconds),
   };
   if (event.causationId !== undefined) item[A.causationId] = s(event.causationId);
   return item;

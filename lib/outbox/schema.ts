@@ -28,8 +28,13 @@ export const OUTBOX_ATTR = {
   pending: "pending",
   /** GSI sort key (N): epoch ms when the event became pending (its creation time). */
   pendingSince: "pendingSince",
-  /** TTL (N): epoch seconds. */
+  /**
+   * TTL (N): epoch seconds. Never on a pending event: a destination down for longer than the
+   * retention must not let TTL delete events nobody published. Set when the event is published.
+   */
   expiresAt: "expiresAt",
+  /** How long (N, seconds) an event stays once published: its TTL starts then. */
+  retentionSeconds: "retentionSeconds",
   /** The UUIDv7 event id (S); also sent as the `message-id` header, so consumers dedup by it. */
   eventId: "eventId",
   aggregateType: "aggregateType",

@@ -10,7 +10,7 @@ import type { MessageAttributeValue, SQSClient } from "@aws-sdk/client-sqs";
 import type { AttributeValue as LambdaAttributeValue } from "aws-lambda";
 import { contextToHeaders, failureContext } from "../core/failureContext.ts";
 import { sendToParkingQueue } from "./publisher.ts";
-import { OUTBOX_ATTR as A } from "./schema.ts";
+import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "./schema.ts";
 
 /**
  * What happens to an outbox item after a publish attempt: cleared (published) or parked
@@ -61,9 +61,17 @@ export async function clearPending(
   let failed = 0;
   const requests: WriteRequest[] = items.map((item) => {
     const { [A.pending]: _p, [A.pendingSince]: _s, ...rest } = item;
+    // The retention starts now that the event is out (older items carry their TTL already).
+    const retention = Number(item[A.retentionSeconds]?.N ?? OUTBOX_DEFAULTS.eventRetentionSeconds);
+    const expiresAt = item[A.expiresAt] ?? { N: String(Math.floor(now / 1000) + retention) };
     return {
       PutRequest: {
-        Item: { ...rest, [A.publishedAt]: { N: String(now) }, [A.publishedBy]: { S: publishedBy } },
+        Item: {
+          ...rest,
+          [A.expiresAt]: expiresAt,
+          [A.publishedAt]: { N: String(now) },
+          [A.publishedBy]: { S: publishedBy },
+        },
       },
     };
   });
@@ -189,19 +197,24 @@ export async function requeueParked(
   },
 ): Promise<boolean> {
   const now = options.now ?? Date.now();
-  const retention = options.retentionSeconds ?? 7 * 24 * 3600;
+  // The item's own retention stays unless the caller gives one.
+  const retentionSet =
+    options.retentionSeconds !== undefined ? "#ret = :ret" : "#ret = if_not_exists(#ret, :ret)";
+  const retention = options.retentionSeconds ?? OUTBOX_DEFAULTS.eventRetentionSeconds;
   try {
     await client.send(
       new UpdateItemCommand({
         TableName: tableName,
         Key: { [A.pk]: { S: key.pk }, [A.sk]: { S: key.sk } },
-        UpdateExpression: `SET #pending = :shard, #since = :since, #exp = :exp${options.destination ? ", #dest = :dest" : ""} REMOVE #parkedAt, #publishedAt`,
+        // Pending again, so no TTL until it is published again (clearPending restarts it).
+        UpdateExpression: `SET #pending = :shard, #since = :since, ${retentionSet}${options.destination ? ", #dest = :dest" : ""} REMOVE #parkedAt, #publishedAt, #exp`,
         ConditionExpression: "attribute_exists(#pk)",
         ExpressionAttributeNames: {
           "#pk": A.pk,
           "#pending": A.pending,
           "#since": A.pendingSince,
           "#exp": A.expiresAt,
+          "#ret": A.retentionSeconds,
           "#parkedAt": A.parkedAt,
           "#publishedAt": A.publishedAt,
           ...(options.destination ? { "#dest": A.destination } : {}),
@@ -209,7 +222,7 @@ export async function requeueParked(
         ExpressionAttributeValues: {
           ":shard": { S: options.shard },
           ":since": { N: String(options.pendingSince ?? now) },
-          ":exp": { N: String(Math.floor(now / 1000) + retention) },
+          ":ret": { N: String(retention) },
           ...(options.destination ? { ":dest": { S: options.destination } } : {}),
         },
       }),

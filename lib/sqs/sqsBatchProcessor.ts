@@ -168,12 +168,22 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error };
     };
 
-    type Claim = ClaimResult | { status: "error"; error: unknown };
+    type Claim = ClaimResult | { status: "error"; error: unknown } | { status: "same-id-other-payload" };
     const leases = new Map<number, Lease>();
+    /** Each lease's length when it was granted. */
+    const grantedMs = new Map<number, number>();
     const aborts = new Map<number, AbortController>();
 
     const runOne = async (i: number, record: SQSRecord, envelope: Envelope<T>, claim: Claim | undefined) => {
       if (claim?.status === "error") return fail(record, claim.error);
+      if (claim?.status === "same-id-other-payload") {
+        return fail(
+          record,
+          new InProgressElsewhereError(
+            `'${envelope.id}' came twice in this batch with different payloads; this one waits for the first`,
+          ),
+        );
+      }
       if (claim?.status === "duplicate") {
         telemetry.count(METRIC.duplicates);
         return { kind: "done", why: "duplicate" } as const;
@@ -189,27 +199,33 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) }
           : outcome;
       }
-      const lease = leases.get(i);
-      const signal = aborts.get(i)?.signal ?? new AbortController().signal;
-      try {
-        const result = await handler(envelope, { context, record, signal });
-        heartbeat?.untrack(record.messageId);
-        if (dedup && lease) {
-          leases.delete(i);
-          const done = dedup.complete(lease, idempotency.resultToStore(result));
-          // Not awaited here, so a slot is not held while the group fills; awaited before we answer.
-          completions.push(
-            done.catch((error) => {
-              telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
-              telemetry.logger.error("effect applied but completion not recorded", {
-                messageId: record.messageId,
-                error: describeError(error),
-              });
-            }),
-          );
+      let lease = leases.get(i);
+      // A claim that waited long for a slot (and no heartbeat kept it) is renewed before the effect
+      // starts; if it lapsed and another invocation took the key, this one must not run.
+      if (dedup && lease) {
+        lease = heartbeat?.leaseOf(record.messageId) ?? lease;
+        const granted = grantedMs.get(i) ?? 0;
+        if (lease.expiresAtMs - Date.now() < granted / 2) {
+          try {
+            lease = await dedup.renew(lease, granted);
+            leases.set(i, lease);
+            heartbeat?.setLease(record.messageId, lease);
+          } catch (error) {
+            heartbeat?.untrack(record.messageId);
+            leases.delete(i);
+            return fail(
+              record,
+              error instanceof LeaseLostError
+                ? new InProgressElsewhereError(`'${envelope.id}' was claimed elsewhere while it waited`)
+                : error,
+            );
+          }
         }
-        telemetry.count(METRIC.processed);
-        return { kind: "done", why: "processed" } as const;
+      }
+      const signal = aborts.get(i)?.signal ?? new AbortController().signal;
+      let result: unknown;
+      try {
+        result = await handler(envelope, { context, record, signal });
       } catch (error) {
         heartbeat?.untrack(record.messageId);
         if (dedup && lease) {
@@ -223,6 +239,24 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         }
         return fail(record, error);
       }
+      // The effect happened: from here on nothing may release the lease or fail the record.
+      heartbeat?.untrack(record.messageId);
+      if (dedup && lease) {
+        leases.delete(i);
+        const done = dedup.complete(lease, idempotency.resultToStore(result));
+        // Not awaited here, so a slot is not held while the group fills; awaited before we answer.
+        completions.push(
+          done.catch((error) => {
+            telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
+            telemetry.logger.error("effect applied but completion not recorded", {
+              messageId: record.messageId,
+              error: describeError(error),
+            });
+          }),
+        );
+      }
+      telemetry.count(METRIC.processed);
+      return { kind: "done", why: "processed" } as const;
     };
 
     try {
@@ -236,14 +270,21 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         ),
       );
       const firstOfId = new Map<string, number>();
+      const sameIdOtherPayload = new Set<number>();
       envelopes.forEach((envelope, i) => {
         if (!envelope) return;
         if (envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
-        if (firstOfId.has(envelope.id)) {
+        const first = firstOfId.get(envelope.id);
+        if (first === undefined) firstOfId.set(envelope.id, i);
+        else if (envelopes[first]?.raw === envelope.raw) {
           // A copy stays processed, in the queue, or parked whatever happens to the first, so this one can go.
           outcomes[i] = { kind: "done", why: "duplicate" };
           telemetry.count(METRIC.inBatchDuplicates);
-        } else firstOfId.set(envelope.id, i);
+        } else {
+          // Same id, other payload: a duplicate or a key reuse, which only the store can tell once
+          // the first is done. So it comes back in a later delivery instead of being dropped here.
+          sameIdOtherPayload.add(i);
+        }
       });
       const todo = records
         .map((record, i) => ({ record, envelope: envelopes[i], i }))
@@ -258,6 +299,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         const abort = new AbortController();
         aborts.set(t.i, abort);
         const id = t.record.messageId;
+        if (sameIdOtherPayload.has(t.i)) return Promise.resolve({ status: "same-id-other-payload" } as const);
         heartbeat?.track(id, t.record.receiptHandle, undefined, () =>
           abort.abort(new LeaseLostError("lease lost")),
         );
@@ -266,6 +308,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           (claim): Claim => {
             if (claim.status === "claimed") {
               leases.set(t.i, claim.lease);
+              grantedMs.set(t.i, claim.lease.expiresAtMs - Date.now());
               heartbeat?.setLease(id, claim.lease);
             } else heartbeat?.untrack(id);
             return claim;

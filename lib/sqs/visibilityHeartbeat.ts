@@ -21,18 +21,26 @@ interface Tracked {
   readonly id: string;
   readonly receiptHandle: string;
   lease: Lease | undefined;
+  /** The lease's length as granted: renewed once less than half of it is left. */
+  leaseLengthMs: number;
   readonly onLeaseLost: () => void;
 }
 
 /**
  * Keeps long records invisible (ChangeMessageVisibilityBatch, 10 per call, grouped across records)
- * and renews their dedup leases at the same time, so a long job is neither redelivered nor taken
- * over while it runs. It never extends past the Lambda's remaining time plus a margin (a dead
+ * and their dedup leases alive, so a long job is neither redelivered nor taken over while it runs.
+ * The two have their own cadences: visibility is extended a third of the way into it, and a lease
+ * is renewed once half of it is gone. A lease is usually far shorter than the visibility timeout
+ * (30 s against 6 × the function timeout), and a duplicate delivery may claim its key as soon as it
+ * lapses. It never extends visibility past the Lambda's remaining time plus a margin (a dead
  * invocation must let the message go) nor past SQS's 12-hour cap. Errors are counted, not thrown.
  */
 export class VisibilityHeartbeat {
   private readonly tracked = new Map<string, Tracked>();
   private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** When visibility was last extended (the receive, at first). */
+  private visibleFromMs: number;
   /** The beat in flight, if any: its ChangeMessageVisibility calls must land before the batch's own. */
   private beating: Promise<void> | undefined;
   private readonly afterMs: number;
@@ -56,18 +64,44 @@ export class VisibilityHeartbeat {
     this.extendSeconds = options.extendSeconds ?? Math.max(queueVisibilitySeconds, 1);
     this.afterMs = options.afterMs ?? Math.max(300, (queueVisibilitySeconds * 1000) / 3);
     this.marginSeconds = options.marginSeconds ?? 10;
+    this.visibleFromMs = deps.receivedAtMs;
   }
 
   /** Watches a record from now until `untrack`. */
   track(id: string, receiptHandle: string, lease: Lease | undefined, onLeaseLost: () => void): void {
-    this.tracked.set(id, { id, receiptHandle, lease, onLeaseLost });
-    this.timer ??= setInterval(() => void this.beat(), Math.max(250, Math.floor(this.afterMs / 2)));
+    this.tracked.set(id, { id, receiptHandle, lease, leaseLengthMs: lengthOf(lease), onLeaseLost });
+    this.closed = false;
+    this.schedule();
   }
 
-  /** Renews this lease along with the record's visibility from now on (a claim that landed after `track`). */
+  /** Keeps this lease alive from now on (a claim that landed after `track`). */
   setLease(id: string, lease: Lease): void {
     const t = this.tracked.get(id);
-    if (t) t.lease = lease;
+    if (!t) return;
+    t.lease = lease;
+    t.leaseLengthMs = lengthOf(lease);
+    // The next beat may be due sooner now that a (short) lease is held.
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.schedule();
+  }
+
+  /** The renewed lease of a record, if the heartbeat renewed it. */
+  leaseOf(id: string): Lease | undefined {
+    return this.tracked.get(id)?.lease;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.closed || this.tracked.size === 0) return;
+    let every = this.afterMs / 2;
+    for (const t of this.tracked.values()) if (t.lease) every = Math.min(every, t.leaseLengthMs / 3);
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        void this.beat().then(() => this.schedule());
+      },
+      Math.max(100, Math.floor(every)),
+    );
   }
 
   /** Stops watching a record the moment it finishes or fails. */
@@ -82,7 +116,8 @@ export class VisibilityHeartbeat {
    * hide the record for a whole visibility timeout.
    */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.beating;
   }
@@ -104,20 +139,26 @@ export class VisibilityHeartbeat {
   private async extend(): Promise<void> {
     try {
       const now = Date.now();
-      const due = now - this.deps.receivedAtMs >= this.afterMs ? [...this.tracked.values()] : [];
       const seconds = this.horizonSeconds(now);
-      if (due.length === 0 || seconds <= 0) return;
+      if (seconds <= 0) return;
+      const all = [...this.tracked.values()];
+      const visibilityDue = now - this.visibleFromMs >= this.afterMs;
+      const visibility = visibilityDue ? all : [];
+      const renewals = all.filter((t) => t.lease && t.lease.expiresAtMs - now < t.leaseLengthMs / 2);
+      if (visibility.length === 0 && renewals.length === 0) return;
       const { sqs, queueUrl, dedup, telemetry } = this.deps;
       const [failed] = await Promise.all([
-        changeVisibility(
-          sqs,
-          queueUrl,
-          due.map((t) => ({ id: t.id, receiptHandle: t.receiptHandle, seconds })),
-        ),
-        ...due.map(async (t) => {
+        visibility.length > 0
+          ? changeVisibility(
+              sqs,
+              queueUrl,
+              visibility.map((t) => ({ id: t.id, receiptHandle: t.receiptHandle, seconds })),
+            )
+          : Promise.resolve([] as string[]),
+        ...renewals.map(async (t) => {
           if (!dedup || !t.lease) return;
           try {
-            t.lease = await dedup.renew(t.lease, seconds * 1000);
+            t.lease = await dedup.renew(t.lease, t.leaseLengthMs);
           } catch (error) {
             if (!this.tracked.has(t.id)) return; // finished meanwhile: its completion ended the lease
             telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.heartbeatErrors);
@@ -126,7 +167,10 @@ export class VisibilityHeartbeat {
           }
         }),
       ]);
-      telemetry.count(METRIC.heartbeatExtensions, due.length - failed.length);
+      if (visibility.length > 0) {
+        this.visibleFromMs = now;
+        telemetry.count(METRIC.heartbeatExtensions, visibility.length - failed.length);
+      }
       if (failed.length > 0) {
         telemetry.count(METRIC.heartbeatErrors, failed.length);
         telemetry.logger.warn("heartbeat could not extend visibility", { messageIds: failed });
@@ -136,4 +180,9 @@ export class VisibilityHeartbeat {
       this.deps.telemetry.logger.warn("heartbeat failed", { error });
     }
   }
+}
+
+/** A lease's length, measured when it is handed over (just granted or renewed). */
+function lengthOf(lease: Lease | undefined): number {
+  return lease ? Math.max(1, lease.expiresAtMs - Date.now()) : 0;
 }

@@ -106,6 +106,11 @@ describe("outbox sweeper", () => {
     }
     const items = byPrefix(await scanAll(ddb, table), "OUTBOX#");
     expect(items.every((i) => i.pending === undefined && i.publishedBy?.S === "sweeper")).toBe(true);
+    // Pending for 25 h without a TTL; the retention (7 days by default) starts at publication.
+    const retention = 7 * 24 * 3600;
+    expect(items.map((i) => Number(i.expiresAt?.N))).toEqual(
+      items.map(() => Math.floor(clock / 1000) + retention),
+    );
   });
 
   it("leaves young events to the relay, parks the unpublishable, and republishes a parked event after requeue", async () => {

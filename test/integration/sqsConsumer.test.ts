@@ -346,6 +346,93 @@ describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
     expect(await drainQueue(sqs, q.url)).toHaveLength(8 - ran);
   });
 
+  it("keeps a short lease alive through a long job although the visibility timeout is far longer", async () => {
+    // 6 × the function timeout makes visibility long; a duplicate delivery must still not take a
+    // key whose 2 s lease would have lapsed mid-job without its own renewal cadence.
+    const q = await queue("lease-cadence", { visibilityTimeout: 180 });
+    const telemetry = recordingTelemetry();
+    let effects = 0;
+    const handler = sqsConsumer<Msg>(
+      async () => {
+        effects++;
+        await sleep(5_000);
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: "cadence", leaseMs: 2_000 },
+        telemetry,
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"long"}' }, { body: '{"id":"long"}' }]);
+    const trigger = { queueUrl: q.url, queueArn: q.arn, functionName: "f", batchSize: 1 };
+    const first = invokeFromQueue(sqs, handler, trigger);
+    await sleep(3_000); // past the first claim's 2 s
+    const second = await invokeFromQueue(sqs, handler, trigger);
+    expect(second.received).toBe(1);
+    expect(second.failed).toHaveLength(1); // in progress elsewhere: not run
+    expect((await first).failed).toEqual([]);
+    expect(effects).toBe(1);
+    expect(telemetry.counts[METRIC.leasesLost] ?? 0).toBe(0);
+  });
+
+  it("acks a record whose effect ran even when its result cannot be stored (a BigInt)", async () => {
+    const q = await queue("unstorable");
+    let effects = 0;
+    const handler = sqsConsumer<Msg>(
+      async () => {
+        effects++;
+        return { big: 1n };
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: "unstorable", storeResult: true },
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"r"}' }]);
+    const out = await invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "f" });
+    expect(out.failed).toEqual([]);
+    expect(effects).toBe(1);
+    const item = await ddb.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: dedupPk("unstorable", "r") } } }),
+    );
+    expect(item.Item?.status?.S).toBe("COMPLETED");
+  });
+
+  it("same key, other payload in one batch: not dropped; redelivered, then parked as key reuse", async () => {
+    const q = await queue("reuse", { maxReceiveCount: 5 });
+    const handled: number[] = [];
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        handled.push(body.n ?? 0);
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: "reuse", payloadHash: true },
+        backoff: { baseSeconds: 0, maxSeconds: 0 },
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"k","n":10}' }, { body: '{"id":"k","n":999}' }]);
+    const first = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+    });
+    expect(first.received).toBe(2);
+    expect(first.failed).toHaveLength(1); // the second waits for the first instead of being acked unseen
+    let parked: Awaited<ReturnType<typeof drainQueue>> = [];
+    for (let i = 0; i < 20 && parked.length === 0; i++) {
+      await invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "f" });
+      parked = await drainQueue(sqs, q.dlqUrl);
+    }
+    expect(handled).toEqual([10]);
+    expect(parked).toHaveLength(1);
+    expect(parked[0]!.Body).toBe('{"id":"k","n":999}');
+    expect(JSON.stringify(parked[0]!.MessageAttributes)).toContain("KeyReuseError");
+  });
+
   it("rejects an event that is not an SQS batch with a typed error", async () => {
     const handler = sqsConsumer(async () => undefined, { idempotency: false });
     await expect(

@@ -98,7 +98,7 @@ describe("outbox events", () => {
     ).toThrow(/destination/);
   });
 
-  it("round-trips through the item, which is pending with a TTL and a stable shard", () => {
+  it("round-trips through the item, which is pending with a stable shard and no TTL until published", () => {
     const e = resolveNewEvent(
       { aggregateType: "order", aggregateId: "o1", eventType: "E", payload: { x: 1 } },
       build,
@@ -108,7 +108,9 @@ describe("outbox events", () => {
     expect(item.sk?.S).toBe(`EVENT#${e.eventId}`);
     expect(item.pending?.S).toBe(pendingShard("order", "o1", 8));
     expect(item.pendingSince?.N).toBe(String(build.now));
-    expect(item.expiresAt?.N).toBe(String(build.now / 1000 + 3600));
+    // TTL must not delete an event nobody published: it starts when the event is cleared.
+    expect(item.expiresAt).toBeUndefined();
+    expect(item.retentionSeconds?.N).toBe("3600");
     expect(parseOutboxItem(item)).toEqual(e);
     // through the Lambda event's JSON shape and back
     expect(parseOutboxItem(fromLambdaImage(toLambdaImage(item)))).toEqual(e);
