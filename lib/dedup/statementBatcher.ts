@@ -114,6 +114,14 @@ export class StatementBatcher {
         for (const p of remaining) p.reject(error);
         return;
       }
+      if (responses.length !== remaining.length) {
+        // One response per statement, in order, is the contract; anything else proves nothing.
+        const error = new Error(
+          `BatchExecuteStatement answered ${responses.length} responses for ${remaining.length} statements`,
+        );
+        for (const p of remaining) p.reject(error);
+        return;
+      }
       const again: Pending[] = [];
       for (const [i, p] of remaining.entries()) {
         const error = responses[i]?.Error;

@@ -1,3 +1,4 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MalformedRecordError, PermanentError, TransientError } from "../../lib/core/errors.ts";
@@ -481,6 +482,56 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
       batchItemFailures: [{ itemIdentifier: { partition: `${t}-0`, offset: 2 } }],
     });
     expect(ran).toEqual([1]);
+  });
+
+  it("same id, other payload in one batch: the second is not acked unseen, it waits for a redelivery", async () => {
+    const ran: number[] = [];
+    const { process } = processor<{ i: number }>(
+      async (env) => {
+        ran.push(env.body.i);
+      },
+      { failureMode: "partial-batch" },
+    );
+    const h = [{ "message-id": [...Buffer.from("same-id")] }];
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${t}-0`]: [rec(0, 1, "a", { i: 1 }, { headers: h }), rec(0, 2, "a", { i: 2 }, { headers: h })],
+      },
+    };
+    expect(await process(event, lambdaContext())).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${t}-0`, offset: 2 } }],
+    });
+    expect(ran).toEqual([1]);
+  });
+
+  it("acks an applied record whose completion failed transiently, so the effect is not run again", async () => {
+    // Every dedup completion (a fenced PartiQL UPDATE) is throttled past the SDK's retries.
+    const faulty = new DynamoDBClient({ maxAttempts: 1 });
+    faulty.middlewareStack.add(
+      (next, context) => async (args) => {
+        const statements = JSON.stringify(args.input);
+        if (context.commandName?.includes("Statement") && statements.includes("UPDATE"))
+          throw Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException", $fault: "client" });
+        return next(args);
+      },
+      { step: "initialize", name: "throttleCompletions" },
+    );
+    const ran: number[] = [];
+    const { process, telemetry } = processor<{ i: number }>(
+      async (env) => {
+        ran.push(env.body.i);
+      },
+      { failureMode: "partial-batch", dynamodbClient: faulty },
+    );
+    const event = {
+      eventSource: "aws:kafka",
+      records: { [`${t}-0`]: [rec(0, 7, "a", { i: 7 }), rec(0, 8, "b", { i: 8 })] },
+    };
+    expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(ran).toEqual([7, 8]);
+    expect(telemetry.counts.TransientFailures).toBe(2);
+    faulty.destroy();
   });
 
   it("the Middy handler rejects an event of an unknown shape", async () => {
