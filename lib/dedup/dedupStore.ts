@@ -76,6 +76,20 @@ function parseExisting(item: Record<string, AttributeValue> | undefined): Existi
   };
 }
 
+/** The item holds one of our own tokens: a write of ours landed and only its answer was lost. */
+function ownClaim(
+  key: string,
+  item: Record<string, AttributeValue> | undefined,
+  tokens: ReadonlyArray<{ token: string; expiresAtMs: number }>,
+): ClaimResult | undefined {
+  if (item?.[A.status]?.S !== "IN_PROGRESS") return undefined;
+  const held = tokens.find((t) => t.token === item[A.leaseToken]?.S);
+  if (!held) return undefined;
+  const lease = Number(item[A.leaseExpiresAt]?.N ?? held.expiresAtMs);
+  const attempt = Number(item[A.attempts]?.N ?? 1);
+  return { status: "claimed", lease: { key, token: held.token, expiresAtMs: lease, attempt } };
+}
+
 export function createDedupStore(options: DedupStoreOptions): DedupStore {
   const client = options.client ?? new DynamoDBClient({});
   const leaseMs = options.leaseMs ?? DEDUP_DEFAULTS.leaseMs;
@@ -93,7 +107,15 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     "#exp": A.expiresAt,
   };
 
-  async function claimOnce(key: string, payloadHash: string | undefined): Promise<ClaimResult | "retry"> {
+  /**
+   * `mine` is an INSERT of ours that may have landed although its answer was lost (a timeout, then
+   * the SDK's retry met the item as a duplicate): finding our own token means the claim is ours.
+   */
+  async function claimOnce(
+    key: string,
+    payloadHash: string | undefined,
+    mine?: { token: string; expiresAtMs: number },
+  ): Promise<ClaimResult | "retry"> {
     const t = now();
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
@@ -133,6 +155,8 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
       return { status: "claimed", lease: { key, token, expiresAtMs, attempt } };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const own = ownClaim(key, error.Item, [{ token, expiresAtMs }, ...(mine ? [mine] : [])]);
+      if (own) return own;
       const decision = decideRejectedClaim(parseExisting(error.Item), payloadHash, now());
       switch (decision.outcome) {
         case "duplicate":
@@ -153,7 +177,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
   async function insertClaim(
     key: string,
     payloadHash: string | undefined,
-  ): Promise<ClaimResult | "fallback"> {
+  ): Promise<ClaimResult | { fallback: { token: string; expiresAtMs: number } }> {
     const t = now();
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
@@ -170,7 +194,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     );
     if (r.ok) return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1 } };
     // DuplicateItem (INSERT returns no old image) or anything else: the conditional update decides.
-    return "fallback";
+    return { fallback: { token, expiresAtMs } };
   }
 
   return {
@@ -178,12 +202,14 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     tableName,
 
     async claim(key, claimOptions = {}) {
+      let mine: { token: string; expiresAtMs: number } | undefined;
       if (claimBatchSize > 1) {
         const inserted = await insertClaim(key, claimOptions.payloadHash);
-        if (inserted !== "fallback") return inserted;
+        if (!("fallback" in inserted)) return inserted;
+        mine = inserted.fallback;
       }
       // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
-      const first = await claimOnce(key, claimOptions.payloadHash);
+      const first = await claimOnce(key, claimOptions.payloadHash, mine);
       if (first !== "retry") return first;
       const second = await claimOnce(key, claimOptions.payloadHash);
       if (second !== "retry") return second;

@@ -30,6 +30,45 @@ describe("dedup store", () => {
     expect((await getItem("s1", "k"))?.status?.S).toBe("COMPLETED");
   });
 
+  it("a claim whose answer was lost after it landed is still ours when the SDK's retry meets it", async () => {
+    // The first answer of each kind of claim write is dropped (as by a timeout) after DynamoDB
+    // applied it; the SDK retries, and the retry finds the item our own write created.
+    const lossy = new DynamoDBClient({});
+    const dropped = new Set<string>();
+    lossy.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        const command = context.commandName ?? "";
+        if (/BatchExecuteStatement|UpdateItem/.test(command) && !dropped.has(command)) {
+          dropped.add(command);
+          throw Object.assign(new Error("answer lost"), { name: "TimeoutError", $metadata: {} });
+        }
+        return out;
+      },
+      { step: "deserialize", name: "loseFirstAnswer" },
+    );
+    const inserting = createDedupStore({ tableName: table, scope: "lost-answer", client: lossy });
+    const viaInsert = await inserting.claim("i");
+    expect(viaInsert.status).toBe("claimed");
+    // Without the INSERT path, the conditional UpdateItem's retry meets its own write.
+    const updating = createDedupStore({
+      tableName: table,
+      scope: "lost-answer",
+      client: lossy,
+      claims: { maxBatch: 1 },
+    });
+    const viaUpdate = await updating.claim("u");
+    expect(viaUpdate.status).toBe("claimed");
+    expect(dropped).toEqual(new Set(["BatchExecuteStatementCommand", "UpdateItemCommand"]));
+    if (viaInsert.status !== "claimed" || viaUpdate.status !== "claimed") return;
+    // The leases really are ours: fenced completion succeeds.
+    await Promise.all([inserting.complete(viaInsert.lease), updating.complete(viaUpdate.lease)]);
+    await Promise.all([inserting.flush(), updating.flush()]);
+    expect((await getItem("lost-answer", "i"))?.status?.S).toBe("COMPLETED");
+    expect((await getItem("lost-answer", "u"))?.status?.S).toBe("COMPLETED");
+    lossy.destroy();
+  });
+
   it("scopes keys by consumer: another scope processes the same key", async () => {
     const a = createDedupStore({ tableName: table, scope: "consumer-a", client });
     const b = createDedupStore({ tableName: table, scope: "consumer-b", client });
