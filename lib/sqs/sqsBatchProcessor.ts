@@ -286,10 +286,20 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
           sameIdOtherPayload.add(i);
         }
       });
+      const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
+      if (fifo) {
+        // Bad input that could not be parked stays in its group, so the group's later records wait too.
+        const blocked = new Set<string>();
+        records.forEach((record, i) => {
+          const group = record.attributes.MessageGroupId ?? "";
+          if (outcomes[i]?.kind === "retry") blocked.add(group);
+          else if (!outcomes[i] && blocked.has(group))
+            outcomes[i] = { kind: "retry", delaySeconds: 0, error: "an earlier record of its group failed" };
+        });
+      }
       const todo = records
         .map((record, i) => ({ record, envelope: envelopes[i], i }))
         .filter((t) => !outcomes[t.i]);
-      const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
 
       // 3. Claim every remaining key at once (new keys go out 25 to a request) and start each record
       //    as soon as its own claim lands. The heartbeat keeps every unfinished record invisible, and

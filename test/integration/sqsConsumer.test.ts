@@ -316,6 +316,39 @@ describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
     expect(order.filter((id) => id.startsWith("B"))).toEqual(["B1", "B2", "B3"]);
   });
 
+  it("FIFO: bad input that cannot be parked holds back its group's later records", async () => {
+    const q = await queue("fifo-unparked", { fifo: true });
+    const order: string[] = [];
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        order.push(body.id);
+      },
+      { schema: Msg, idempotency: false, deadLetterQueueUrl: `${q.url}-does-not-exist` },
+    );
+    const bodies = [
+      ["A", '{"id":"A1"}'],
+      ["A", "not json"],
+      ["A", '{"id":"A3"}'],
+      ["B", '{"id":"B1"}'],
+    ] as const;
+    const event: SQSEvent = {
+      Records: bodies.map(([group, body], i) =>
+        toLambdaRecord(
+          {
+            MessageId: `m-${i}`,
+            ReceiptHandle: `rh-${i}`,
+            Body: body,
+            Attributes: { MessageGroupId: group, ApproximateReceiveCount: "1", SequenceNumber: String(i) },
+          },
+          q.arn,
+        ),
+      ),
+    };
+    const response = await handler(event, lambdaContext("fifo-fn", 30_000));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(["m-1", "m-2"]);
+    expect(order.sort()).toEqual(["A1", "B1"]);
+  });
+
   it("stops starting records when the Lambda time runs low and returns the rest at once", async () => {
     const q = await queue("deadline");
     let ran = 0;
