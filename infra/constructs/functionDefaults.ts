@@ -20,6 +20,8 @@ export const BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,
   target: "node24",
   minify: true,
+  // Error types are class names (`this.name = new.target.name`) and go into DLQ context: keep them.
+  keepNames: true,
   sourceMap: true,
   sourcesContent: false,
   mainFields: ["module", "main"],

@@ -12,6 +12,7 @@
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
 import { startEmulators } from "../local/emulators.ts";
+import { synthesizeChaosApp } from "./chaosService.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -42,7 +43,15 @@ Object.assign(process.env, {
   POWERTOOLS_LOG_LEVEL: "SILENT",
   POWERTOOLS_METRICS_DISABLED: "true",
 });
+log("chaos: synthesizing the reference service (lib/chaos/chaosApp.ts)…");
+const synthStarted = Date.now();
+const assembly = await synthesizeChaosApp().catch(async (error: unknown) => {
+  await emulators.stop();
+  throw error;
+});
+log(`chaos: synthesized in ${((Date.now() - synthStarted) / 1000).toFixed(1)} s`);
 const ctx: ScenarioContext = {
+  assembly,
   endpoints: {
     dynamodb: emulators.dynamodb.endpoint,
     sqs: emulators.sqs.endpoint,
@@ -61,7 +70,10 @@ const plan: Array<[string, () => Promise<ScenarioResult>]> = [
     () => poisonUnderLoad(ctx, { orders: Number(arg("orders") ?? (small ? 300 : 1_000)), poisonRate: 0.02 }),
   ],
   ["4", () => brokerDownDuringRebalance(ctx, { events: small ? 150 : 400 })],
-  ["5", () => randomFaults(ctx, { orders: small ? 150 : 400, rate, crashRate: 0.03 })],
+  [
+    "5",
+    () => randomFaults(ctx, { orders: small ? 150 : 400, rate, crashRate: 0.03, longJobs: small ? 2 : 4 }),
+  ],
 ];
 const results: ScenarioResult[] = [];
 let exitCode = 0;

@@ -1,6 +1,6 @@
 import type { Message } from "@aws-sdk/client-sqs";
+import type { ChaosService } from "./chaosService.ts";
 import type { ChargeCall } from "./paymentProvider.ts";
-import type { ReferenceService } from "./referenceService.ts";
 import { readQueue, readTopic, scanTable, type TopicRecord } from "./storedState.ts";
 
 /**
@@ -89,7 +89,7 @@ function orderIdOf(r: TopicRecord): string | undefined {
  * what must have become of it.
  */
 export async function checkPipeline(
-  service: ReferenceService,
+  service: ChaosService,
   expected: ReadonlyMap<string, Expectation>,
   options: { paymentsRan?: boolean } = {},
 ): Promise<PipelineCheck> {
@@ -208,17 +208,17 @@ export async function checkPipeline(
     crashesAfterEffect += calls.filter((c) => c.crashAfter).length;
     const repeats = charged.length - 1;
     leaseGuardedDuplicates += repeats;
-    // Charge k (k ≥ 1) is accounted for only if the process that made charge k-1 was crashed
+    // Charge k (k ≥ 1) is accounted for only if the environment that made charge k-1 was crashed
     // after it (before it could complete the dedup record).
     for (let k = 1; k < charged.length; k++) {
       const prev = charged[k - 1]!;
       // (A charge that reached the provider just after the kill was issued still came from before
-      // the process died: only "crashed before the repeat" is required.)
-      const callers = prev.pids?.length ? prev.pids : [prev.pid];
-      const explained = crashLog.some((c) => callers.includes(c.pid) && c.at <= charged[k]!.at);
+      // the environment died: only "crashed before the repeat" is required.)
+      const callers = prev.callers;
+      const explained = crashLog.some((c) => callers.includes(c.environment) && c.at <= charged[k]!.at);
       if (!explained) {
         unaccountedDuplicates.push(
-          `${id}: charge #${k + 1} without a crash of pid ${callers.join("/")} after charge #${k}`,
+          `${id}: charge #${k + 1} without a crash of environment ${callers.join("/") || "?"} after charge #${k}`,
         );
         break;
       }

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
  * in order, whether it charged, and whether chaos crashed the caller around it.
  *
  * Crash hooks: for each call, `decide` may say
- * - `before`: the caller's process is killed before the charge (no effect; the lease dies with it);
+ * - `before`: the caller's environment is killed before the charge (no effect; the lease dies with it);
  * - `after`: the charge is made and answered, then the caller is killed before it can complete its
  *   dedup record: the one window where a lease-guarded effect may legitimately run twice.
  */
@@ -22,19 +22,18 @@ export interface ChargeCall {
   readonly outcome: "charged" | "declined" | "crash-before";
   /** The caller was killed right after this (charged) call was answered. */
   readonly crashAfter: boolean;
-  /** The process that made the call (-1 if unknown). */
-  readonly pid: number;
   /**
-   * Every process charging this order when the call arrived. An order can be in two invocations at
-   * once (the main topic and a retry topic), and the provider cannot tell which one called.
+   * Every function environment charging this order when the call arrived (their ids). An order can
+   * be in two invocations at once (the main topic and a retry topic), and the provider cannot tell
+   * which one called.
    */
-  readonly pids?: readonly number[];
+  readonly callers: readonly string[];
 }
 
-/** A crash of a caller's process, injected at `at` (for any reason). */
+/** A crash of a caller's environment, at `at` (for any reason: injected, timed out...). */
 export interface CrashRecord {
   readonly crash: true;
-  readonly pid: number;
+  readonly environment: string;
   readonly at: number;
   readonly reason: string;
 }
@@ -48,8 +47,8 @@ export interface PaymentProvider {
   readLedger(): ChargeCall[];
   /** Reads the crashes back from the ledger file. */
   readCrashes(): CrashRecord[];
-  /** Appends a crash of a caller's process to the ledger (every kill of a payment environment). */
-  recordCrash(pid: number, reason: string): void;
+  /** Appends a crash of a caller's environment to the ledger (every death of a payment environment). */
+  recordCrash(environment: string, reason: string): void;
   close(): Promise<void>;
 }
 
@@ -58,10 +57,10 @@ export async function startPaymentProvider(options: {
   /** Amounts above this are declined (402). @default 1 000 000 */
   limitCents?: number;
   decide?: (orderId: string) => CrashDecision;
-  /** Kills the process that is charging `orderId`. Returns false if none could be found. */
+  /** Kills the environments that are charging `orderId`. Returns false if none could be found. */
   killCaller?: (orderId: string) => boolean;
-  /** The pids of the processes charging `orderId`, for the ledger. */
-  callerPids?: (orderId: string) => number[];
+  /** The ids of the environments charging `orderId`, for the ledger. */
+  callers?: (orderId: string) => string[];
 }): Promise<PaymentProvider> {
   if (!existsSync(options.ledgerFile)) writeFileSync(options.ledgerFile, "");
   let seq = 0;
@@ -87,8 +86,7 @@ export async function startPaymentProvider(options: {
         orderId,
         idempotencyKey,
         amountCents,
-        pid: options.callerPids?.(orderId)[0] ?? -1,
-        pids: options.callerPids?.(orderId) ?? [],
+        callers: options.callers?.(orderId) ?? [],
       };
       if (amountCents > limit) {
         write({ ...base, outcome: "declined", crashAfter: false });
@@ -122,8 +120,11 @@ export async function startPaymentProvider(options: {
     ledgerFile: options.ledgerFile,
     readLedger: () => readLines().filter((l): l is ChargeCall => !("crash" in l)),
     readCrashes: () => readLines().filter((l): l is CrashRecord => "crash" in l),
-    recordCrash(pid, reason) {
-      appendFileSync(options.ledgerFile, `${JSON.stringify({ crash: true, pid, at: Date.now(), reason })}\n`);
+    recordCrash(environment, reason) {
+      appendFileSync(
+        options.ledgerFile,
+        `${JSON.stringify({ crash: true, environment, at: Date.now(), reason })}\n`,
+      );
     },
     async close() {
       server.closeAllConnections();

@@ -5,14 +5,14 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 import { type DynamoDbLocal, startDynamoDbLocal } from "../local/dynamodbLocal.ts";
 import { createInboxOutbox } from "../outbox/unitOfWork.ts";
+import { type ChaosAssembly, type ChaosService, type Endpoints, startChaosService } from "./chaosService.ts";
 import { createFaultLedger, type FaultKind, type FaultLedger } from "./faults.ts";
 import { startHttpFaultProxy } from "./httpFaultProxy.ts";
 import { type CheckFigures, checkPipeline, type Expectation, type ScenarioFigures } from "./invariants.ts";
 import type { RedirectMap } from "./netRedirect.ts";
-import { type Endpoints, type ReferenceService, startReferenceService } from "./referenceService.ts";
 import { createRng, type Rng } from "./rng.ts";
 import { injectSdkFaults } from "./sdkFaults.ts";
-import { readTopic } from "./storedState.ts";
+import { readQueue, readTopic, scanTable } from "./storedState.ts";
 import { startTcpProxy, type TcpProxy } from "./tcpProxy.ts";
 import { makeOrders } from "./workload.ts";
 
@@ -27,6 +27,8 @@ export interface ScenarioResult {
 export interface ScenarioContext {
   /** The emulators to run on (scenario 1 starts its own DynamoDB Local besides). */
   readonly endpoints: Endpoints;
+  /** The reference service's chaos variant, synthesized once (`synthesizeChaosApp`). */
+  readonly assembly: ChaosAssembly;
   readonly seed: number;
   readonly log: (line: string) => void;
   /** Upper bound for waiting on the pipeline to settle. */
@@ -39,7 +41,7 @@ const runId = (what: string) =>
 
 /** Waits until every good order is charged, every declined one declined, and the orders queue is empty. */
 async function settle(
-  service: ReferenceService,
+  service: ChaosService,
   expected: ReadonlyMap<string, Expectation>,
   timeoutMs: number,
   log: (line: string) => void,
@@ -59,7 +61,7 @@ async function settle(
     const missing =
       [...good].filter((id) => !charged.has(id)).length +
       [...declined].filter((id) => !refused.has(id)).length;
-    const inQueue = await service.ordersInQueue().catch(() => -1);
+    const inQueue = await service.inQueue().catch(() => -1);
     if (missing === 0 && inQueue === 0) return { settled: true, atMs: Date.now() - started };
     if (Date.now() - started > timeoutMs) return { settled: false, atMs: Date.now() - started };
     if (Date.now() - lastLog > 10_000) {
@@ -92,7 +94,8 @@ export async function databaseDies(
   const proxy = await startTcpProxy(ddb.endpoint);
   const endpoint = `http://${proxy.address}`;
   const id = runId("db");
-  const service = await startReferenceService({
+  const service = await startChaosService({
+    assembly: ctx.assembly,
     prefix: id,
     direct: { ...ctx.endpoints, dynamodb: endpoint },
   });
@@ -112,7 +115,7 @@ export async function databaseDies(
       faults++;
       for (let i = 0; i < 100 && alive(ddb.pid); i++) await sleep(100);
       ctx.log(
-        `  DynamoDB Local stopped (pid ${ddb.pid}) with ${service.pools.orders.busyEnvironments().length} order-consumer invocations in flight`,
+        `  DynamoDB Local stopped (pid ${ddb.pid}) with ${service.runtime.host.busyEnvironments(service.functions.orders).length} order-consumer invocations in flight`,
       );
       await sleep(rng.int(500, 1_500));
       ddb = await startDynamoDbLocal({ dbPath: dir });
@@ -168,21 +171,20 @@ export async function relayLosesBroker(
   const rng = createRng(ctx.seed + 2);
   const { proxies, redirect } = await brokerProxies(ctx.endpoints.kafkaBrokers);
   const id = runId("relay");
-  const service = await startReferenceService({
+  const service = await startChaosService({
+    assembly: ctx.assembly,
     prefix: id,
     direct: ctx.endpoints,
     kafkaRedirect: redirect,
-    stages: ["relay"],
-    streamBatchSize: 25,
-    sweepMinAgeMs: 10_000,
   });
+  const relayBusy = () => service.runtime.host.busyEnvironments(service.functions.relay).length;
   let faults = 0;
   let cutting = true;
   const cutter = (async () => {
     let outage = false;
     while (cutting) {
       await sleep(rng.int(20, 120));
-      if (service.pools.relay.busyEnvironments().length === 0) continue;
+      if (relayBusy() === 0) continue;
       if (!outage && rng.chance(0.1)) {
         outage = true;
         for (const p of proxies) faults += p.down();
@@ -287,7 +289,8 @@ export async function relayLosesBroker(
         poisonParkedCorrectly: true,
         duplicateDeliveries: records.length - seen.size,
         aggregatesOutOfOrder: outOfOrder.length + keyMismatch,
-        relayInvocations: service.pools.relay.stats.invocations,
+        relayInvocations:
+          service.runtime.host.stats().find((f) => f.name === service.functions.relay)?.invocations ?? 0,
       },
       details: { lostIds: lostIds.slice(0, 20), outOfOrder: outOfOrder.slice(0, 20), keyMismatch },
       durationMs: Date.now() - started,
@@ -311,7 +314,7 @@ async function pipelineRun(
   seed: number,
 ) {
   const id = runId(what);
-  const service = await startReferenceService({ prefix: id, direct: ctx.endpoints, orderConsumers: 2 });
+  const service = await startChaosService({ assembly: ctx.assembly, prefix: id, direct: ctx.endpoints });
   try {
     const w = makeOrders(orders, { rng: createRng(seed), runId: id, poisonRate, declineRate });
     const t0 = Date.now();
@@ -385,12 +388,11 @@ export async function brokerDownDuringRebalance(
   const rng = createRng(ctx.seed + 4);
   const { proxies, redirect } = await brokerProxies(ctx.endpoints.kafkaBrokers);
   const id = runId("rebalance");
-  const service = await startReferenceService({
+  const service = await startChaosService({
+    assembly: ctx.assembly,
     prefix: id,
     direct: ctx.endpoints,
     kafkaRedirect: redirect,
-    stages: ["payments"],
-    paymentMembers: 1,
   });
   let faults = 0;
   try {
@@ -493,7 +495,14 @@ export async function brokerDownDuringRebalance(
  */
 export async function randomFaults(
   ctx: ScenarioContext,
-  options: { orders: number; rate: number; crashRate: number; kinds?: readonly FaultKind[] },
+  options: {
+    orders: number;
+    rate: number;
+    crashRate: number;
+    kinds?: readonly FaultKind[];
+    /** Long report-worker jobs sent alongside. @default 0 */
+    longJobs?: number;
+  },
 ): Promise<ScenarioResult> {
   const started = Date.now();
   const rng: Rng = createRng(ctx.seed + 5);
@@ -518,11 +527,11 @@ export async function randomFaults(
   let sdkFaultsOn = false;
   let crashes = 0;
   const id = runId("faults");
-  const service = await startReferenceService({
+  const service = await startChaosService({
+    assembly: ctx.assembly,
     prefix: id,
     direct: ctx.endpoints,
     functionEndpoints: { dynamodb: ddbProxy.endpoint, sqs: sqsProxy.endpoint },
-    orderConsumers: 2,
     instrument: (client) => {
       injectSdkFaults(client, { plan, rng, ledger, target: "trigger", enabled: () => sdkFaultsOn });
     },
@@ -531,17 +540,31 @@ export async function randomFaults(
       crashes++;
       return rng.chance(0.5) ? "before" : "after";
     },
-    onOrderInvoke: (pool) => {
-      if (!rng.chance(options.crashRate)) return;
-      const delay = rng.int(5, 250);
-      setTimeout(() => {
-        const busy = pool.busyEnvironments();
-        if (busy.length === 0) return;
-        busy[0]!.kill();
-        crashes++;
-      }, delay);
-    },
   });
+  // Crashes of order-consumer between claim and completion: each invocation, with `crashRate`,
+  // loses its environment a few ms after it started (mid-transaction or just after it).
+  const host = service.runtime.host;
+  const seen = new Set<string>();
+  let crashing = true;
+  const crasher = (async () => {
+    while (crashing) {
+      await sleep(5);
+      for (const e of host.busyEnvironments(service.functions.orders)) {
+        if (seen.has(e.requestId)) continue;
+        seen.add(e.requestId);
+        if (!rng.chance(options.crashRate)) continue;
+        setTimeout(
+          () => {
+            if (!host.busyEnvironments(service.functions.orders).some((b) => b.requestId === e.requestId))
+              return;
+            e.kill("chaos crash");
+            crashes++;
+          },
+          rng.int(5, 250),
+        );
+      }
+    }
+  })();
   try {
     const w = makeOrders(options.orders, {
       rng: createRng(ctx.seed + 55),
@@ -549,14 +572,26 @@ export async function randomFaults(
       poisonRate: 0.02,
       declineRate: 0.01,
     });
+    // Long jobs for report-worker (SQS heartbeat + dedup lease) under the same faults.
+    const reports = Array.from({ length: options.longJobs ?? 0 }, (_, i) => `${id}-report-${i}`);
     ddbProxy.setEnabled(true);
     sqsProxy.setEnabled(true);
     sdkFaultsOn = true;
+    await service.send(
+      reports.map((reportId, i) => ({ body: JSON.stringify({ reportId, workMs: 2_000 + 500 * i }) })),
+      service.names.reportsUrl,
+    );
     await service.send(w.messages);
     const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 300_000, ctx.log);
+    const deadline = Date.now() + 60_000;
+    while ((await service.inQueue(service.names.reportsUrl).catch(() => -1)) !== 0 && Date.now() < deadline)
+      await sleep(500);
+    crashing = false;
+    await crasher;
     ddbProxy.setEnabled(false);
     sqsProxy.setEnabled(false);
     sdkFaultsOn = false;
+    const jobs = await checkLongJobs(service, reports);
     const check = await checkPipeline(service, w.expected);
     return {
       name: "randomFaults",
@@ -566,20 +601,41 @@ export async function randomFaults(
           settled: s.settled,
           sdkFaults: ledger.total,
           faultsByKind: ledger.byKind,
+          lost: check.figures.lost + jobs.lost.length,
+          dlq: check.figures.dlq + jobs.parked,
           crashes,
           crashesAfterEffect: check.details.crashesAfterEffect,
+          longJobs: reports.length,
+          longJobsDone: jobs.done,
         },
         w.messages.length,
         ledger.total + crashes,
       ),
-      details: { ...check.details, faultsByTarget: ledger.byTarget },
+      details: { ...check.details, lostLongJobs: jobs.lost, faultsByTarget: ledger.byTarget },
       durationMs: Date.now() - started,
     };
   } finally {
+    crashing = false;
+    await crasher;
     await service.stop();
     await ddbProxy.close();
     await sqsProxy.close();
   }
+}
+
+/** Each long job's report stored (once: it is keyed by the job), none parked in the reports DLQ. */
+async function checkLongJobs(
+  service: ChaosService,
+  reportIds: readonly string[],
+): Promise<{ done: number; lost: string[]; parked: number }> {
+  if (reportIds.length === 0) return { done: 0, lost: [], parked: 0 };
+  const items = await scanTable(service.dynamodb, service.names.appTable);
+  const stored = new Set(items.map((i) => i.pk?.S ?? "").filter((pk) => pk.startsWith("REPORT#")));
+  const dlqArn = service.targets.reports?.deadLetterQueueArn;
+  const dlq = service.runtime.app.queues.find((q) => q.arn === dlqArn);
+  const parked = dlq ? (await readQueue(service.sqs, dlq.url)).length : 0;
+  const lost = reportIds.filter((r) => !stored.has(`REPORT#${r}`));
+  return { done: reportIds.length - lost.length, lost, parked };
 }
 
 function alive(pid: number): boolean {

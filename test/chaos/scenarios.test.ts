@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { synthesizeChaosApp } from "../../lib/chaos/chaosService.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -11,12 +12,14 @@ import {
 import { verdict } from "../../lib/chaos/verdict.ts";
 
 /**
- * The chaos scenarios of `npm run chaos`, small, against the shared emulators (scenario 1 kills
- * and restarts a DynamoDB Local of its own). Each asserts the run's contract on what was stored:
+ * The chaos scenarios of `npm run chaos`, small: the reference stack's chaos variant synthesized
+ * once, each scenario on the local runtime against the shared emulators (scenario 1 kills and
+ * restarts a DynamoDB Local of its own). Each asserts the run's contract on what was stored:
  * nothing lost, no duplicate effect on the transactional path, every repeated charge explained by
- * an injected crash, nothing half-applied, aggregates in order. Bounded: ~3 minutes in all.
+ * an injected crash, nothing half-applied, aggregates in order. Bounded: ~4 minutes in all.
  */
-const ctx: ScenarioContext = {
+let ctx: ScenarioContext;
+const base = {
   endpoints: {
     dynamodb: process.env.AWS_ENDPOINT_URL_DYNAMODB!,
     sqs: process.env.AWS_ENDPOINT_URL_SQS!,
@@ -24,8 +27,13 @@ const ctx: ScenarioContext = {
   },
   seed: Number(process.env.CHAOS_SEED ?? 20261130),
   log: () => {},
-  settleTimeoutMs: 75_000,
+  settleTimeoutMs: 150_000,
 };
+
+// The reference stack's chaos variant, synthesized (and bundled) once for every scenario.
+beforeAll(async () => {
+  ctx = { ...base, assembly: await synthesizeChaosApp() };
+}, 180_000);
 
 function expectContract(r: ScenarioResult) {
   const v = verdict([r]);
@@ -66,9 +74,10 @@ describe.sequential("chaos scenarios (small)", () => {
   });
 
   it("5. random SDK faults and handler crashes: no loss, no transactional duplicate, repeats explained", {
-    timeout: 150_000,
+    timeout: 240_000,
   }, async () => {
-    const r = await randomFaults(ctx, { orders: 60, rate: 0.05, crashRate: 0.03 });
+    const r = await randomFaults(ctx, { orders: 60, rate: 0.05, crashRate: 0.03, longJobs: 2 });
+    expect(r.figures.longJobsDone).toBe(2);
     expectContract(r);
     expect(r.figures.duplicateEffects).toBe(0);
   });

@@ -20,6 +20,8 @@ import { type EventSource, newStats } from "./sqsEventSource.ts";
 /** Lambda polls each stream shard four times a second. */
 const POLL_INTERVAL_MS = 250;
 const SHARD_REFRESH_MS = 5_000;
+/** GetRecords failures in a row after which the shard iterator is fetched anew. */
+const REACQUIRE_AFTER_FAILURES = 3;
 
 interface Shard {
   readonly id: string;
@@ -28,6 +30,8 @@ interface Shard {
   started: boolean;
   closed: boolean;
   lastSequence?: string;
+  /** GetRecords failures in a row (see `read`). */
+  failures: number;
   buffer: DynamoDBRecord[];
   firstBufferedAt: number;
   busy: boolean;
@@ -90,6 +94,7 @@ export function dynamodbStreamEventSource(
           ...(s.ParentShardId ? { parentId: s.ParentShardId } : {}),
           started: false,
           closed: false,
+          failures: 0,
           buffer: [],
           firstBufferedAt: 0,
           busy: false,
@@ -121,6 +126,25 @@ export function dynamodbStreamEventSource(
     return parent === undefined || finished(parent);
   };
 
+  /**
+   * A new iterator at the checkpoint (after the last record read), or at the trim horizon when
+   * nothing was read yet: records may come again, never go missing.
+   */
+  const reacquire = async (shard: Shard) => {
+    shard.iterator = (
+      await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: mapping.streamArn,
+          ShardId: shard.id,
+          ...(shard.lastSequence
+            ? { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: shard.lastSequence }
+            : { ShardIteratorType: "TRIM_HORIZON" }),
+        }),
+      )
+    ).ShardIterator;
+    shard.failures = 0;
+  };
+
   const read = async (shard: Shard): Promise<number> => {
     if (!shard.iterator) {
       shard.closed = true;
@@ -130,26 +154,23 @@ export function dynamodbStreamEventSource(
     try {
       out = await streams.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: 1000 }));
     } catch (error) {
-      if (error instanceof ExpiredIteratorException && shard.lastSequence) {
-        shard.iterator = (
-          await streams.send(
-            new GetShardIteratorCommand({
-              StreamArn: mapping.streamArn,
-              ShardId: shard.id,
-              ShardIteratorType: "AFTER_SEQUENCE_NUMBER",
-              SequenceNumber: shard.lastSequence,
-            }),
-          )
-        ).ShardIterator;
-        return 0;
-      }
       if (error instanceof TrimmedDataAccessException) {
         process.emitWarning(`${mapping.logicalId}: shard ${shard.id} trimmed past the checkpoint`);
         shard.closed = true;
         return 0;
       }
+      if (error instanceof ExpiredIteratorException) {
+        await reacquire(shard);
+        return 0;
+      }
+      // An iterator can outlive the stream's process (a restarted database answers it with a
+      // validation error, not ExpiredIterator): after a few failures in a row, start again from
+      // the checkpoint instead of failing on the same iterator forever.
+      shard.failures++;
+      if (shard.failures >= REACQUIRE_AFTER_FAILURES) await reacquire(shard);
       throw error;
     }
+    shard.failures = 0;
     shard.iterator = out.NextShardIterator;
     if (!out.NextShardIterator) shard.closed = true;
     const records = out.Records ?? [];

@@ -36,6 +36,22 @@ export interface FunctionHostOptions {
   readonly maxEnvironmentsPerFunction?: number;
   /** Called after every invocation (progress, tests). */
   readonly onInvoke?: (fn: LocalFunction, result: InvokeResult) => void;
+  /**
+   * Modules every environment imports before the function's code (absolute paths): instrumentation
+   * that must live inside the environment, since a worker has its own module instances.
+   */
+  readonly preload?: readonly string[];
+  /** Called when an environment dies under an invocation (killed, crashed or timed out), with its event. */
+  readonly onCrash?: (fn: LocalFunction, environmentId: string, reason: string, event: unknown) => void;
+}
+
+/** An environment running an invocation now (see `FunctionHost.busyEnvironments`). */
+export interface BusyEnvironment {
+  readonly id: string;
+  readonly requestId: string;
+  readonly event: unknown;
+  /** Terminates the environment mid-invocation: the invocation fails as `Crashed`. */
+  kill(reason?: string): void;
 }
 
 interface Environment {
@@ -43,8 +59,10 @@ interface Environment {
   readonly id: string;
   busy: boolean;
   dead: boolean;
+  kill?: (reason: string) => void;
   pending?: {
     requestId: string;
+    event: unknown;
     initialised: () => void;
     resolve: (
       r:
@@ -154,6 +172,22 @@ export class FunctionHost {
     }));
   }
 
+  /** The environments of a function that are running an invocation, with a way to crash each. */
+  busyEnvironments(functionName: string): BusyEnvironment[] {
+    const out: BusyEnvironment[] = [];
+    for (const e of this.#pool(functionName).envs) {
+      const p = e.pending;
+      if (!p || e.dead) continue;
+      out.push({
+        id: e.id,
+        requestId: p.requestId,
+        event: p.event,
+        kill: (reason = "killed") => e.kill?.(reason),
+      });
+    }
+    return out;
+  }
+
   /** Invocations running now, all functions. */
   inFlight(): number {
     let n = 0;
@@ -184,6 +218,7 @@ export class FunctionHost {
             errorMessage: `${what} after ${seconds.toFixed(2)} seconds`,
           });
           pool.log.write(`${new Date().toISOString()} ${requestId} ${what} after ${seconds} seconds\n`);
+          this.#options.onCrash?.(pool.fn, env.id, `${what} after ${seconds} seconds`, event);
           this.#discard(pool, env);
         };
         // Lambda's init phase does not count against the function timeout; the timer starts when
@@ -191,6 +226,7 @@ export class FunctionHost {
         let timer = setTimeout(expire("Init timed out", INIT_TIMEOUT_MS / 1000), INIT_TIMEOUT_MS);
         env.pending = {
           requestId,
+          event,
           initialised: () => {
             clearTimeout(timer);
             timer = setTimeout(expire("Task timed out", pool.fn.timeoutSeconds), timeoutMs);
@@ -310,6 +346,7 @@ export class FunctionHost {
         memoryMb: fn.memoryMb,
         logGroupName: `/aws/lambda/${fn.name}`,
         logStreamName,
+        preload: this.#options.preload ?? [],
       },
       resourceLimits: { maxOldGenerationSizeMb: Math.max(128, fn.memoryMb) },
     });
@@ -336,9 +373,17 @@ export class FunctionHost {
       },
     );
     const die = (reason: string) => {
-      if (e.pending)
+      if (e.pending) {
+        this.#options.onCrash?.(pool.fn, id, reason, e.pending.event);
         e.pending.resolve({ ok: false, crashed: true, errorType: "Runtime.ExitError", errorMessage: reason });
+      }
       this.#discard(pool, e);
+    };
+    // A crash on demand (fault injection): the environment dies mid-invocation, the next one is cold.
+    e.kill = (reason) => {
+      if (e.dead) return;
+      pool.log.write(`${new Date().toISOString()} environment ${id} killed: ${reason}\n`);
+      die(`RequestId: ${e.pending?.requestId ?? "-"} Error: Runtime exited: ${reason}`);
     };
     worker.on("error", (err) => {
       pool.log.write(`${new Date().toISOString()} environment ${id} crashed: ${err.stack ?? err.message}\n`);

@@ -16,6 +16,8 @@ interface WorkerConfig {
   readonly memoryMb: number;
   readonly logGroupName: string;
   readonly logStreamName: string;
+  /** Modules to import before the function's code (instrumentation inside this environment). */
+  readonly preload?: readonly string[];
 }
 
 interface InvokeMessage {
@@ -36,6 +38,7 @@ let initMs = 0;
 async function load(): Promise<Handler> {
   if (handler) return handler;
   const started = performance.now();
+  for (const p of config.preload ?? []) await import(pathToFileURL(p).href);
   const mod = (await import(pathToFileURL(config.codeFile).href)) as Record<string, unknown>;
   const fn =
     mod[config.exportName] ?? (mod.default as Record<string, unknown> | undefined)?.[config.exportName];

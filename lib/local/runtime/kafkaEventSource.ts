@@ -231,56 +231,77 @@ export function kafkaEventSource(
       const concurrency = Math.max(1, Math.min(partitions, 10));
       host.requestConcurrency(mapping.functionName, concurrency);
       const windowMs = Math.max(100, mapping.maxBatchingWindowSeconds * 1000);
-      consumer = kafka.consumer({
-        groupId: mapping.consumerGroupId,
-        maxWaitTimeInMs: windowMs,
-        sessionTimeout: Math.max(30_000, fn.timeoutSeconds * 1000 + 10_000),
-        rebalanceTimeout: Math.max(60_000, fn.timeoutSeconds * 1000 + 10_000),
-        heartbeatInterval: 3_000,
-        allowAutoTopicCreation: false,
-      });
-      const c = consumer;
-      await c.connect();
-      await c.subscribe({
-        topics: [...mapping.topics],
-        fromBeginning: mapping.startingPosition === "TRIM_HORIZON",
-      });
-      const joined = new Promise<void>((resolve) => {
-        c.on(c.events.GROUP_JOIN, () => resolve());
-        setTimeout(resolve, 15_000).unref();
-      });
-      await c.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: concurrency,
-        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-          const { topic, partition } = batch;
-          const commit = async (offset: string) => {
-            resolveOffset(String(Number(offset) - 1));
-            await c.commitOffsets([{ topic, partition, offset }]);
-          };
-          inFlight++;
-          try {
-            const pass: KafkaMessage[] = [];
-            for (const m of batch.messages) {
-              if (matchesAnyFilter(mapping.filters, filterRecord(topic, partition, m))) pass.push(m);
-              else stats.filtered++;
+      const member = async () => {
+        consumer = kafka.consumer({
+          groupId: mapping.consumerGroupId,
+          maxWaitTimeInMs: windowMs,
+          sessionTimeout: Math.max(30_000, fn.timeoutSeconds * 1000 + 10_000),
+          rebalanceTimeout: Math.max(60_000, fn.timeoutSeconds * 1000 + 10_000),
+          heartbeatInterval: 3_000,
+          allowAutoTopicCreation: false,
+        });
+        const c = consumer;
+        // kafkajs gives up on some errors (e.g. a rebalance that fails while a broker is away) and
+        // leaves the member stopped; Lambda's poller never does: start a new member.
+        c.on(c.events.CRASH, ({ payload }) => {
+          if (payload.restart || abort.signal.aborted) return;
+          process.emitWarning(`${mapping.logicalId}: consumer stopped (${payload.error.message}); rejoining`);
+          void (async () => {
+            await c.disconnect().catch(() => undefined);
+            while (!abort.signal.aborted) {
+              try {
+                await member();
+                return;
+              } catch (error) {
+                process.emitWarning(`${mapping.logicalId}: rejoin failed: ${(error as Error).message}`);
+                await pause(1_000);
+              }
             }
-            for (let i = 0; i < pass.length; i += mapping.batchSize) {
-              if (!isRunning() || isStale() || abort.signal.aborted) return;
-              await processChunk(topic, partition, pass.slice(i, i + mapping.batchSize), commit);
-              await heartbeat();
+          })();
+        });
+        await c.connect();
+        await c.subscribe({
+          topics: [...mapping.topics],
+          fromBeginning: mapping.startingPosition === "TRIM_HORIZON",
+        });
+        const joined = new Promise<void>((resolve) => {
+          c.on(c.events.GROUP_JOIN, () => resolve());
+          setTimeout(resolve, 15_000).unref();
+        });
+        await c.run({
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: concurrency,
+          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+            const { topic, partition } = batch;
+            const commit = async (offset: string) => {
+              resolveOffset(String(Number(offset) - 1));
+              await c.commitOffsets([{ topic, partition, offset }]);
+            };
+            inFlight++;
+            try {
+              const pass: KafkaMessage[] = [];
+              for (const m of batch.messages) {
+                if (matchesAnyFilter(mapping.filters, filterRecord(topic, partition, m))) pass.push(m);
+                else stats.filtered++;
+              }
+              for (let i = 0; i < pass.length; i += mapping.batchSize) {
+                if (!isRunning() || isStale() || abort.signal.aborted) return;
+                await processChunk(topic, partition, pass.slice(i, i + mapping.batchSize), commit);
+                await heartbeat();
+              }
+              // Filtered records at the end of the fetch are processed too.
+              const last = batch.messages.at(-1);
+              if (last && !abort.signal.aborted && isRunning() && !isStale())
+                await commit(String(Number(last.offset) + 1));
+            } finally {
+              inFlight--;
             }
-            // Filtered records at the end of the fetch are processed too.
-            const last = batch.messages.at(-1);
-            if (last && !abort.signal.aborted && isRunning() && !isStale())
-              await commit(String(Number(last.offset) + 1));
-          } finally {
-            inFlight--;
-          }
-        },
-      });
-      await joined;
+          },
+        });
+        await joined;
+      };
+      await member();
     },
     async stop() {
       abort.abort();

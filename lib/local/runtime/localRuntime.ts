@@ -1,6 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
-import { Kafka, logLevel } from "kafkajs";
+import { type ISocketFactory, Kafka, logLevel } from "kafkajs";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
 import type { CfnTemplate } from "./cloudAssembly.ts";
 import { loadCloudAssembly } from "./cloudAssembly.ts";
@@ -8,7 +8,7 @@ import { dynamodbStreamEventSource } from "./dynamodbStreamEventSource.ts";
 import { FunctionHost, type FunctionHostOptions } from "./functionHost.ts";
 import { kafkaEventSource } from "./kafkaEventSource.ts";
 import { materialise } from "./materialise.ts";
-import type { LocalApp, LocalFunction } from "./model.ts";
+import type { LocalApp, LocalEventSourceMapping, LocalFunction } from "./model.ts";
 import { scheduleEventSource } from "./scheduleEventSource.ts";
 import { type EventSource, sqsEventSource } from "./sqsEventSource.ts";
 
@@ -36,7 +36,21 @@ export interface LocalRuntimeOptions {
   /** First schedule run after this long instead of one period. */
   readonly scheduleFirstRunAfterMs?: number;
   readonly onInvoke?: FunctionHostOptions["onInvoke"];
+  /** See `FunctionHostOptions.preload` and `onCrash`. */
+  readonly preload?: FunctionHostOptions["preload"];
+  readonly onCrash?: FunctionHostOptions["onCrash"];
+  /**
+   * Emulator variables for the functions only, over `emulatorEnv` (e.g. a fault proxy in front of
+   * the functions' SDK clients while the runtime's own pollers go direct).
+   */
+  readonly functionEmulatorEnv?: Readonly<Record<string, string>>;
+  /** Called with each SDK client the runtime itself uses (SQS, DynamoDB, Streams): middleware hooks. */
+  readonly instrument?: (client: RuntimeClient) => void;
+  /** How the runtime's own Kafka clients (mappings, setup) open broker connections. */
+  readonly kafkaSocketFactory?: ISocketFactory;
 }
+
+export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
 
 export interface LocalRuntime {
   readonly app: LocalApp;
@@ -46,6 +60,11 @@ export interface LocalRuntime {
   findFunction(what: string): LocalFunction;
   /** Batches in flight in any event source, plus running invocations. */
   busy(): number;
+  /**
+   * Starts one more poller for a mapping (for Kafka: one more member of its consumer group, which
+   * makes the group rebalance); `stop()` it to make it leave.
+   */
+  addEventSource(mapping: LocalEventSourceMapping): Promise<EventSource>;
   stop(): Promise<void>;
 }
 
@@ -107,6 +126,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS }
       : {}),
   });
+  for (const c of [sqs, ddb, streams]) options.instrument?.(c);
   const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
   const app = await materialise({
     template,
@@ -120,7 +140,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   });
   const overrides = options.envOverrides ?? {};
   const host = new FunctionHost(app.functions, {
-    baseEnv: emulatorEnv,
+    baseEnv: { ...emulatorEnv, ...options.functionEmulatorEnv },
     envOverrides: (fn) => {
       const merged: Record<string, string> = {};
       for (const [what, vars] of Object.entries(overrides))
@@ -132,6 +152,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       ? { maxEnvironmentsPerFunction: options.maxEnvironmentsPerFunction }
       : {}),
     ...(options.onInvoke ? { onInvoke: options.onInvoke } : {}),
+    ...(options.preload ? { preload: options.preload } : {}),
+    ...(options.onCrash ? { onCrash: options.onCrash } : {}),
   });
   const kafka = brokers.length
     ? new Kafka({
@@ -139,14 +161,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         brokers,
         logLevel: logLevel.NOTHING,
         retry: { retries: 8, initialRetryTime: 200 },
+        ...(options.kafkaSocketFactory ? { socketFactory: options.kafkaSocketFactory } : {}),
       })
     : undefined;
   const eventSources: EventSource[] = [];
+  const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined =>
+    m.kind === "sqs"
+      ? sqsEventSource(m, host, sqs)
+      : m.kind === "dynamodb"
+        ? dynamodbStreamEventSource(m, host, streams, sqs, region)
+        : kafka
+          ? kafkaEventSource(m, host, kafka, sqs)
+          : undefined;
   for (const m of app.mappings) {
-    if (m.kind === "sqs") eventSources.push(sqsEventSource(m, host, sqs));
-    else if (m.kind === "dynamodb")
-      eventSources.push(dynamodbStreamEventSource(m, host, streams, sqs, region));
-    else if (kafka) eventSources.push(kafkaEventSource(m, host, kafka, sqs));
+    const source = sourceFor(m);
+    if (source) eventSources.push(source);
     else
       app.report.unsupported.push({
         logicalId: m.logicalId,
@@ -177,6 +206,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       return fn;
     },
     busy: () => eventSources.reduce((n, s) => n + s.inFlight(), 0) + host.inFlight(),
+    async addEventSource(mapping) {
+      const source = sourceFor(mapping);
+      if (!source) throw new Error(`${mapping.logicalId}: no local event source`);
+      eventSources.push(source);
+      await source.start();
+      return source;
+    },
     async stop() {
       await Promise.allSettled(eventSources.map((s) => s.stop()));
       await host.stop();

@@ -6,6 +6,8 @@ export interface SynthOptions {
   /** The project root (holds cdk.json). */
   readonly projectDir: string;
   readonly outdir: string;
+  /** The command that runs the app. @default cdk.json's `app` (another entry: a variant of it) */
+  readonly app?: string;
   /** Extra context values, over cdk.json's. */
   readonly context?: Record<string, unknown>;
   /** Where the app's output goes. @default ignored unless it fails */
@@ -30,7 +32,7 @@ export async function synthesize(options: SynthOptions): Promise<string> {
   };
   const bin = join(options.projectDir, "node_modules", ".bin");
   let output = "";
-  const child = spawn(cdkJson.app, {
+  const child = spawn(options.app ?? cdkJson.app, {
     cwd: options.projectDir,
     shell: true,
     stdio: ["ignore", "pipe", "pipe"],
