@@ -319,7 +319,13 @@ async function pipelineRun(
     const w = makeOrders(orders, { rng: createRng(seed), runId: id, poisonRate, declineRate });
     const t0 = Date.now();
     await service.send(w.messages);
-    const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 300_000, ctx.log);
+    // Bounded by size: ~20 good orders/s end to end on two cores, so 200 ms per order is ample.
+    const s = await settle(
+      service,
+      w.expected,
+      ctx.settleTimeoutMs ?? Math.max(300_000, orders * 200),
+      ctx.log,
+    );
     const seconds = (Date.now() - t0) / 1000;
     const check = await checkPipeline(service, w.expected);
     return { w, s, seconds, check, goodPerSecond: w.good / seconds };
