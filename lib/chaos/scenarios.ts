@@ -451,10 +451,18 @@ export async function brokerDownDuringRebalance(
     other.up();
     const good = new Set([...expected.keys()]);
     const deadline = Date.now() + (ctx.settleTimeoutMs ?? 240_000);
+    let lastLog = Date.now();
     while (Date.now() < deadline) {
       const ledger = service.provider.readLedger();
       const done = new Set(ledger.filter((c) => c.outcome === "charged").map((c) => c.orderId));
       if ([...good].every((o) => done.has(o))) break;
+      if (Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        const payments = service.runtime.host.stats().find((f) => f.name === service.functions.payments);
+        ctx.log(
+          `  … ${done.size}/${good.size} charged; payment-consumer: ${payments?.inFlight ?? 0} running, ${payments?.invocations ?? 0} invocations`,
+        );
+      }
       await sleep(500);
     }
     const ledger = service.provider.readLedger();

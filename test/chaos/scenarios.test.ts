@@ -68,7 +68,8 @@ describe.sequential("chaos scenarios (small)", () => {
     expect(typeof r.figures.throughputDropPercent).toBe("number");
   });
 
-  it("4. a broker stops while consumers rebalance: no loss", { timeout: 120_000 }, async () => {
+  // Bounded by the settle window (150 s): the group may wait out a member that left uncleanly (70 s session).
+  it("4. a broker stops while consumers rebalance: no loss", { timeout: 240_000 }, async () => {
     const r = await brokerDownDuringRebalance(ctx, { events: 80 });
     expectContract(r);
   });
