@@ -494,6 +494,97 @@ describe("local runtime: MSK trigger", () => {
     await producer.disconnect();
     await runtime.stop();
   });
+  it("keeps a member in the group across a rebalance that refuses its commit: it rejoins in place, and every record is processed", async () => {
+    const record = await recordTable("msk-rebalance");
+    const topic = name("rebalance");
+    const group = name("rebalance-group");
+    const template: CfnTemplate = {
+      Resources: {
+        Topic: {
+          Type: "AWS::MSK::Topic",
+          Properties: {
+            ClusterArn: "arn:aws:kafka:us-east-1:111111111111:cluster/c/1",
+            TopicName: topic,
+            PartitionCount: 2,
+            ReplicationFactor: 3,
+          },
+        },
+        Fn: scriptedFunction({ RECORD_TABLE: record, SLEEP_MS: "4000" }),
+        Mapping: {
+          Type: "AWS::Lambda::EventSourceMapping",
+          DependsOn: ["Topic"],
+          Properties: {
+            FunctionName: { Ref: "Fn" },
+            EventSourceArn: "arn:aws:kafka:us-east-1:111111111111:cluster/c/1",
+            Topics: [topic],
+            AmazonManagedKafkaEventSourceConfig: { ConsumerGroupId: group },
+            StartingPosition: "TRIM_HORIZON",
+            BatchSize: 10,
+            MaximumBatchingWindowInSeconds: 1,
+          },
+        },
+      },
+    };
+    const k = kafka("local-runtime-rebalance");
+    const producer = k.producer();
+    await producer.connect();
+    const runtime = await startLocalRuntime({
+      template,
+      assetRoot: ASSET_ROOT,
+      stackName: "MskRebalance",
+      namePrefix: name(""),
+      startTriggers: false,
+      logDir: LOG_DIR,
+    });
+    runtimes.push(runtime);
+    try {
+      await producer.send({
+        topic,
+        messages: [0, 1].map((partition) => ({
+          partition,
+          value: JSON.stringify({ id: `slow${partition}`, do: "sleep" }),
+        })),
+      });
+      await Promise.all(runtime.eventSources.map((s) => s.start()));
+      await until(
+        "the slow invocations started",
+        () => invocations(ddb, record),
+        (i) => i.length >= 2,
+      );
+      // A second member joins while both invocations run: the group rebalances under them, so
+      // their commits are refused. The first member must rejoin with its id, not crash.
+      const second = await runtime.addEventSource(runtime.app.mappings[0]!);
+      await producer.send({
+        topic,
+        messages: [0, 1].flatMap((partition) =>
+          [0, 1, 2].map((i) => ({
+            partition,
+            value: JSON.stringify({ id: `after${partition}-${i}`, do: "ok" }),
+          })),
+        ),
+      });
+      const admin = k.admin();
+      await admin.connect();
+      await until(
+        "every offset committed",
+        async () => (await admin.fetchOffsets({ groupId: group, topics: [topic] }))[0]!.partitions,
+        (ps) => [0, 1].every((n) => ps.find((p) => p.partition === n)?.offset === "4"),
+        90_000,
+      );
+      await admin.disconnect();
+      const seen = new Set((await invocations(ddb, record)).flatMap((i) => i.ids));
+      expect([...seen].sort()).toEqual(
+        ["after0-0", "after0-1", "after0-2", "after1-0", "after1-1", "after1-2", "slow0", "slow1"].sort(),
+      );
+      // The member whose commit was refused kept its id (a joining member may still crash once
+      // on the mock, which answers its late SyncGroup with INVALID_REQUEST; it then joins anew).
+      expect(runtime.eventSources[0]!.stats.restarts).toBe(0);
+      await second.stop();
+    } finally {
+      await producer.disconnect();
+      await runtime.stop();
+    }
+  }, 150_000);
 });
 
 describe("local runtime: function host", () => {

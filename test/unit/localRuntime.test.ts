@@ -1,3 +1,4 @@
+import { KafkaJSNonRetriableError, KafkaJSProtocolError } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { matchesAnyFilter } from "../../lib/local/runtime/eventFilter.ts";
 import {
@@ -6,6 +7,7 @@ import {
   resolveValue,
   UnresolvableError,
 } from "../../lib/local/runtime/intrinsics.ts";
+import { groupError } from "../../lib/local/runtime/kafkaEventSource.ts";
 import { rateMs } from "../../lib/local/runtime/materialise.ts";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 
@@ -106,5 +108,30 @@ describe("schedules", () => {
     expect(rateMs("rate(1 minute)")).toBe(60_000);
     expect(rateMs("rate(2 hours)")).toBe(7_200_000);
     expect(() => rateMs("cron(0 12 * * ? *)")).toThrow(/not emulated/);
+  });
+});
+
+describe("Kafka group errors", () => {
+  // As kafkajs builds them: a protocol error from the broker's code, wrapped by its retrier.
+  const protocolError = (type: string) =>
+    new KafkaJSProtocolError(Object.assign(new Error(type), { type, code: 0, retriable: false }));
+  const wrapped = (e: Error) =>
+    new (KafkaJSNonRetriableError as unknown as new (e: Error, m: { cause: Error }) => Error)(e, {
+      cause: e,
+    });
+
+  it("finds the rebalance answer inside kafkajs' non-retriable wrapper, so the member can rejoin in place", () => {
+    const refused = protocolError("REBALANCE_IN_PROGRESS");
+    const thrown = wrapped(refused);
+    expect((thrown as { type?: string }).type).toBeUndefined();
+    expect(groupError(thrown)).toBe(refused);
+    expect(groupError(wrapped(protocolError("UNKNOWN_MEMBER_ID")))).toBeDefined();
+    expect(groupError(protocolError("ILLEGAL_GENERATION"))).toBeDefined();
+  });
+
+  it("leaves other errors alone", () => {
+    expect(groupError(wrapped(protocolError("OFFSET_METADATA_TOO_LARGE")))).toBeUndefined();
+    expect(groupError(new Error("socket hang up"))).toBeUndefined();
+    expect(groupError(undefined)).toBeUndefined();
   });
 });

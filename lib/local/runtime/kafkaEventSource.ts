@@ -26,6 +26,23 @@ function filterRecord(topic: string, partition: number, m: KafkaMessage): Record
   };
 }
 
+/** The consumer-group error (rebalance, unknown member) inside a kafkajs wrapper, if that is what it is. */
+export function groupError(error: unknown): Error | undefined {
+  for (let e = error as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.type === "string" && GROUP_ERRORS.has(e.type)) return e as Error;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+const SESSION_TIMEOUT_MS = 10_000;
+const HEARTBEAT_INTERVAL_MS = 1_000;
+const GROUP_ERRORS = new Set([
+  "REBALANCE_IN_PROGRESS",
+  "NOT_COORDINATOR_FOR_GROUP",
+  "ILLEGAL_GENERATION",
+  "UNKNOWN_MEMBER_ID",
+]);
+
 /**
  * The Amazon MSK event source mapping, as Lambda documents it, on the local Kafka cluster:
  * - a consumer group (the mapping's ConsumerGroupId, else its UUID) subscribed to its topics from
@@ -131,11 +148,13 @@ export function kafkaEventSource(
     partition: number,
     chunk: KafkaMessage[],
     commit: (nextOffset: string) => Promise<void>,
+    revoked: () => boolean,
   ) => {
     const work: Work[] = [{ messages: chunk, attempts: 0 }];
     const partitionKey = `${topic}-${partition}`;
     let invokes = 0;
-    while (work.length > 0 && !abort.signal.aborted) {
+    // After a rebalance the partition may belong to another member: stop retrying it here.
+    while (work.length > 0 && !abort.signal.aborted && !revoked()) {
       const item = work[0]!;
       if (mapping.maximumRecordAgeSeconds >= 0) {
         const now = Date.now();
@@ -235,9 +254,12 @@ export function kafkaEventSource(
         consumer = kafka.consumer({
           groupId: mapping.consumerGroupId,
           maxWaitTimeInMs: windowMs,
-          sessionTimeout: Math.max(30_000, fn.timeoutSeconds * 1000 + 10_000),
+          // The member heartbeats while its invocations run (below), so the session need not
+          // outlast the function timeout. It is short because a rebalance costs about a session:
+          // the Kafka mock waits sessionTimeout - 1 s for every join, even when all members are in.
+          sessionTimeout: SESSION_TIMEOUT_MS,
           rebalanceTimeout: Math.max(60_000, fn.timeoutSeconds * 1000 + 10_000),
-          heartbeatInterval: 3_000,
+          heartbeatInterval: HEARTBEAT_INTERVAL_MS,
           allowAutoTopicCreation: false,
         });
         const c = consumer;
@@ -246,6 +268,7 @@ export function kafkaEventSource(
         c.on(c.events.CRASH, ({ payload }) => {
           if (payload.restart || abort.signal.aborted) return;
           process.emitWarning(`${mapping.logicalId}: consumer stopped (${payload.error.message}); rejoining`);
+          stats.restarts++;
           void (async () => {
             await c.disconnect().catch(() => undefined);
             while (!abort.signal.aborted) {
@@ -276,8 +299,24 @@ export function kafkaEventSource(
             const { topic, partition } = batch;
             const commit = async (offset: string) => {
               resolveOffset(String(Number(offset) - 1));
-              await c.commitOffsets([{ topic, partition, offset }]);
+              try {
+                await c.commitOffsets([{ topic, partition, offset }]);
+              } catch (error) {
+                // kafkajs wraps a rebalance answer to OffsetCommit in a non-retriable error, and one
+                // escaping eachBatch crashes the member (a new member then waits out the group's
+                // rebalance). Rethrown bare, the runner rejoins with the same member id; the records
+                // whose commit was refused are delivered again (the handlers are idempotent).
+                throw groupError(error) ?? error;
+              }
             };
+            // kafkajs heartbeats only when asked; an invocation can run for the function timeout.
+            let lost: Error | undefined;
+            const beating = setInterval(() => {
+              heartbeat().catch((error: unknown) => {
+                lost ??= groupError(error);
+              });
+            }, HEARTBEAT_INTERVAL_MS);
+            const revoked = () => lost !== undefined || !isRunning() || isStale() || abort.signal.aborted;
             inFlight++;
             try {
               const pass: KafkaMessage[] = [];
@@ -286,15 +325,18 @@ export function kafkaEventSource(
                 else stats.filtered++;
               }
               for (let i = 0; i < pass.length; i += mapping.batchSize) {
-                if (!isRunning() || isStale() || abort.signal.aborted) return;
-                await processChunk(topic, partition, pass.slice(i, i + mapping.batchSize), commit);
+                if (revoked()) break;
+                await processChunk(topic, partition, pass.slice(i, i + mapping.batchSize), commit, revoked);
                 await heartbeat();
               }
               // Filtered records at the end of the fetch are processed too.
               const last = batch.messages.at(-1);
-              if (last && !abort.signal.aborted && isRunning() && !isStale())
-                await commit(String(Number(last.offset) + 1));
+              if (last && !revoked()) await commit(String(Number(last.offset) + 1));
+              // The group moved on: rejoin now (the runner does, with this member id) rather than
+              // at the next fetch; the uncommitted records go to the partition's next owner.
+              if (lost) throw lost;
             } finally {
+              clearInterval(beating);
               inFlight--;
             }
           },

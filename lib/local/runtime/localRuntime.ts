@@ -159,7 +159,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     ? new Kafka({
         clientId: "local-runtime",
         brokers,
-        logLevel: logLevel.NOTHING,
+        // LOCAL_KAFKA_LOG=info|debug shows the mappings' consumer-group traffic (rebalances, fetches).
+        logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
         retry: { retries: 8, initialRetryTime: 200 },
         ...(options.kafkaSocketFactory ? { socketFactory: options.kafkaSocketFactory } : {}),
       })
@@ -257,4 +258,19 @@ export function formatReport(app: LocalApp): string[] {
     for (const n of r.notes) lines.push(`  - ${n}`);
   }
   return lines;
+}
+
+function kafkaLogLevel(name: string | undefined): logLevel {
+  switch (name?.toLowerCase()) {
+    case "debug":
+      return logLevel.DEBUG;
+    case "info":
+      return logLevel.INFO;
+    case "warn":
+      return logLevel.WARN;
+    case "error":
+      return logLevel.ERROR;
+    default:
+      return logLevel.NOTHING;
+  }
 }

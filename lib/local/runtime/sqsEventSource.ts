@@ -26,6 +26,8 @@ export interface EventSourceStats {
   filtered: number;
   functionErrors: number;
   discarded: number;
+  /** Pollers restarted after their client gave up (a Kafka member that crashed and joined anew). */
+  restarts: number;
 }
 
 export interface EventSource {
@@ -46,6 +48,7 @@ export const newStats = (): EventSourceStats => ({
   filtered: 0,
   functionErrors: 0,
   discarded: 0,
+  restarts: 0,
 });
 
 /**
