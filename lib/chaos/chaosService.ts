@@ -40,6 +40,8 @@ export interface Endpoints {
 export interface ChaosAssembly {
   readonly template: CfnTemplate;
   readonly assetRoot: string;
+  /** The cloud assembly directory, when synthesizeChaosApp made it (removed by disposeChaosApp). */
+  readonly tempDir?: string;
 }
 
 const PROJECT_DIR = resolve(fileURLToPath(new URL("../../", import.meta.url)));
@@ -48,10 +50,20 @@ const PRELOAD = fileURLToPath(new URL("./netRedirect.ts", import.meta.url));
 /** Synthesizes lib/chaos/chaosApp.ts (bundling included: ~30 s); once per chaos run. */
 export async function synthesizeChaosApp(outdir?: string): Promise<ChaosAssembly> {
   const dir = outdir ?? mkdtempSync(join(tmpdir(), "chaos-cdk-"));
-  await synthesize({ projectDir: PROJECT_DIR, outdir: dir, app: "npx tsx lib/chaos/chaosApp.ts" });
-  const stack = loadCloudAssembly(dir).find((s) => s.stackName === CHAOS_STACK);
-  if (!stack) throw new Error(`no ${CHAOS_STACK} in ${dir}`);
-  return { template: stack.template, assetRoot: stack.assetRoot };
+  try {
+    await synthesize({ projectDir: PROJECT_DIR, outdir: dir, app: "npx tsx lib/chaos/chaosApp.ts" });
+    const stack = loadCloudAssembly(dir).find((s) => s.stackName === CHAOS_STACK);
+    if (!stack) throw new Error(`no ${CHAOS_STACK} in ${dir}`);
+    return { template: stack.template, assetRoot: stack.assetRoot, ...(outdir ? {} : { tempDir: dir }) };
+  } catch (error) {
+    if (!outdir) rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Removes the temporary cloud assembly (bundles included) once no scenario needs it. */
+export function disposeChaosApp(assembly: ChaosAssembly | undefined): void {
+  if (assembly?.tempDir) rmSync(assembly.tempDir, { recursive: true, force: true });
 }
 
 /**

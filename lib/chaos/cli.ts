@@ -5,14 +5,14 @@
  *   npm run chaos -- --only 3,5           # some scenarios
  *   npm run chaos -- --seed 42 --rate 0.1 # reproducible faults, 10 % of requests faulted
  *   npm run chaos -- --small              # smaller runs
- *   npm run chaos -- --only 3 --orders 5000 # scenario 3 at 5,000 orders (~20 orders/s end to end on 2 cores: ~10 min)
+ *   npm run chaos -- --only 3 --orders 2000 # scenario 3 at another size (default 5,000; --small 300)
  *
  * The last line is `CHAOS {json}`. Exit 0 only when no scenario lost a message, none has a
  * duplicate effect on the transactional path, every repeated external effect is accounted for by
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
 import { startEmulators } from "../local/emulators.ts";
-import { synthesizeChaosApp } from "./chaosService.ts";
+import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -67,7 +67,7 @@ const plan: Array<[string, () => Promise<ScenarioResult>]> = [
   ["2", () => relayLosesBroker(ctx, { aggregates: small ? 10 : 50, versions: small ? 8 : 20 })],
   [
     "3",
-    () => poisonUnderLoad(ctx, { orders: Number(arg("orders") ?? (small ? 300 : 2_000)), poisonRate: 0.02 }),
+    () => poisonUnderLoad(ctx, { orders: Number(arg("orders") ?? (small ? 300 : 5_000)), poisonRate: 0.02 }),
   ],
   ["4", () => brokerDownDuringRebalance(ctx, { events: small ? 150 : 400 })],
   [
@@ -93,6 +93,7 @@ try {
     }
   }
 } finally {
+  disposeChaosApp(assembly);
   await emulators.stop();
 }
 const v = verdict(results);

@@ -41,6 +41,7 @@ export function injectSdkFaults(client: AnySdkClient, options: SdkFaultOptions):
   client.middlewareStack.add(
     // biome-ignore lint/suspicious/noExplicitAny: see AnySdkClient
     (next: DeserializeHandler<any, any>, context: HandlerExecutionContext) =>
+      // biome-ignore lint/suspicious/noExplicitAny: see AnySdkClient
       async (args: DeserializeHandlerArguments<any>) => {
         const operation =
           (context as { commandName?: string }).commandName?.replace(/Command$/, "") ?? "unknown";
