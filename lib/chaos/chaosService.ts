@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
+  DeleteQueueCommand,
   GetQueueAttributesCommand,
   type MessageAttributeValue,
   SendMessageBatchCommand,
@@ -300,6 +301,12 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
       await Promise.allSettled(added.map((s) => s.stop()));
       await rt.stop();
       await provider.close();
+      // The run's tables and queues go with it: scenarios share the emulators, which would
+      // otherwise hold every run's data until the end.
+      await Promise.allSettled([
+        ...rt.app.tables.map((t) => dynamodb.send(new DeleteTableCommand({ TableName: t.name }))),
+        ...rt.app.queues.map((q) => sqs.send(new DeleteQueueCommand({ QueueUrl: q.url }))),
+      ]);
       dynamodb.destroy();
       sqs.destroy();
       // CHAOS_KEEP_LOGS=1 keeps the functions' logs (their directory is printed).

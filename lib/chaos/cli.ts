@@ -21,6 +21,7 @@ import {
   relayLosesBroker,
   type ScenarioContext,
   type ScenarioResult,
+  withOwnDynamoDb,
 } from "./scenarios.ts";
 import { verdict } from "./verdict.ts";
 
@@ -62,17 +63,22 @@ const ctx: ScenarioContext = {
 };
 log(`chaos: seed ${seed}, fault rate ${rate}, ${small ? "small" : "default"} sizes`);
 
+// Scenarios 1 and 3 start DynamoDB Locals of their own; the others get one each here (see
+// withOwnDynamoDb: DynamoDB Local slows down with what earlier runs left in it).
+const own = (run: (c: ScenarioContext) => Promise<ScenarioResult>) => () => withOwnDynamoDb(ctx, run);
 const plan: Array<[string, () => Promise<ScenarioResult>]> = [
   ["1", () => databaseDies(ctx, { orders: small ? 150 : 400, kills: small ? 1 : 2 })],
-  ["2", () => relayLosesBroker(ctx, { aggregates: small ? 10 : 50, versions: small ? 8 : 20 })],
+  ["2", own((c) => relayLosesBroker(c, { aggregates: small ? 10 : 50, versions: small ? 8 : 20 }))],
   [
     "3",
     () => poisonUnderLoad(ctx, { orders: Number(arg("orders") ?? (small ? 300 : 5_000)), poisonRate: 0.02 }),
   ],
-  ["4", () => brokerDownDuringRebalance(ctx, { events: small ? 150 : 400 })],
+  ["4", own((c) => brokerDownDuringRebalance(c, { events: small ? 150 : 400 }))],
   [
     "5",
-    () => randomFaults(ctx, { orders: small ? 150 : 400, rate, crashRate: 0.03, longJobs: small ? 2 : 4 }),
+    own((c) =>
+      randomFaults(c, { orders: small ? 150 : 400, rate, crashRate: 0.03, longJobs: small ? 2 : 4 }),
+    ),
   ],
 ];
 const results: ScenarioResult[] = [];

@@ -68,8 +68,38 @@ async function settle(
     if (Date.now() - lastLog > 10_000) {
       lastLog = Date.now();
       log(`  … ${charged.size}/${good.size} charged, ${missing} to go, ${inQueue} in the orders queue`);
+      if (process.env.CHAOS_DEBUG) {
+        const m = process.memoryUsage();
+        log(
+          `      memory MiB: ${JSON.stringify(Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v / 2 ** 20)])))}`,
+        );
+        for (const s of service.runtime.eventSources) {
+          const { batches, records, succeeded, failed, functionErrors, restarts, lastError } = s.stats;
+          log(
+            `      ${s.mapping.functionName.slice(-40)} ${s.mapping.kind}: ${JSON.stringify({ batches, records, succeeded, failed, functionErrors, restarts, inFlight: s.inFlight(), lastError })}`,
+          );
+        }
+      }
     }
     await sleep(500);
+  }
+}
+
+/**
+ * Runs `run` on a DynamoDB Local of its own (in memory), stopped afterwards. DynamoDB Local slows
+ * down with what it has held, deleted tables or not: a second 5,000-order run on the same instance
+ * timed out most of its transactions (its JVM pegged), whichever of the two runs came first. So no
+ * run inherits another's load, and scenario 3's two runs are compared on equal terms.
+ */
+export async function withOwnDynamoDb<T>(
+  ctx: ScenarioContext,
+  run: (ctx: ScenarioContext) => Promise<T>,
+): Promise<T> {
+  const ddb = await startDynamoDbLocal();
+  try {
+    return await run({ ...ctx, endpoints: { ...ctx.endpoints, dynamodb: ddb.endpoint } });
+  } finally {
+    await ddb.stop();
   }
 }
 
@@ -307,6 +337,17 @@ export async function relayLosesBroker(
 // ───────────────────────── 3. poison under load ─────────────────────────
 
 async function pipelineRun(
+  ctx: ScenarioContext,
+  what: string,
+  orders: number,
+  poisonRate: number,
+  declineRate: number,
+  seed: number,
+) {
+  return withOwnDynamoDb(ctx, (c) => pipelineRunOn(c, what, orders, poisonRate, declineRate, seed));
+}
+
+async function pipelineRunOn(
   ctx: ScenarioContext,
   what: string,
   orders: number,

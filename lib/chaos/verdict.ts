@@ -3,7 +3,8 @@ import type { ScenarioResult } from "./scenarios.ts";
 /**
  * The pass/fail rule of a chaos run: nothing lost anywhere; no duplicate effect on the
  * transactional path; every repeated lease-guarded external effect matched by an injected crash
- * after the effect; nothing half-applied; every aggregate in order.
+ * after the effect; nothing half-applied; every bad input parked with its typed error; every
+ * aggregate in order.
  */
 export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reasons: string[] } {
   const reasons: string[] = [];
@@ -18,6 +19,7 @@ export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reas
       );
     if (typeof f.halfApplied === "number" && f.halfApplied > 0)
       reasons.push(`${r.name}: ${f.halfApplied} half-applied`);
+    if (!f.poisonParkedCorrectly) reasons.push(`${r.name}: bad input not parked with its typed error`);
     if (typeof f.aggregatesOutOfOrder === "number" && f.aggregatesOutOfOrder > 0)
       reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
   }

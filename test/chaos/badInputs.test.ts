@@ -4,6 +4,7 @@ import { CreateQueueCommand, DeleteQueueCommand, type Message } from "@aws-sdk/c
 import type { DynamoDBRecord, SQSEvent, SQSRecord } from "aws-lambda";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kafkaCases, sqsCases, wrongShapes } from "../../lib/chaos/badInputCorpus.ts";
 import { readQueue, readTopic, scanTable } from "../../lib/chaos/storedState.ts";
 import { disconnectAllKafkaProducers } from "../../lib/kafka/producer.ts";
 import { createAppTable } from "../../lib/local/appTable.ts";
@@ -12,7 +13,6 @@ import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { toLambdaImage } from "../../lib/outbox/streamPoller.ts";
 import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
 import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
-import { kafkaCases, sqsCases, wrongShapes } from "../fixtures/badInputs/index.ts";
 import { names } from "../support/names.ts";
 
 /**

@@ -28,6 +28,8 @@ export interface EventSourceStats {
   discarded: number;
   /** Pollers restarted after their client gave up (a Kafka member that crashed and joined anew). */
   restarts: number;
+  /** The latest function error, `errorType: errorMessage` (a local stand-in for the function's logs). */
+  lastError?: string;
 }
 
 export interface EventSource {
@@ -139,6 +141,7 @@ export function sqsEventSource(mapping: SqsMapping, host: FunctionHost, sqs: SQS
     const byId = new Map(messages.map((m) => [m.MessageId!, m]));
     if (!result.ok) {
       stats.functionErrors++;
+      stats.lastError = `${result.errorType}: ${result.errorMessage}`;
       stats.failed += pass.length;
       return;
     }
