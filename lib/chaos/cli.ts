@@ -2,7 +2,7 @@
  * `npm run chaos`: the reference service under faults, checked on stored data.
  *
  *   npm run chaos                         # every scenario, default sizes
- *   npm run chaos -- --only 3,5           # some scenarios
+ *   npm run chaos -- --only 3,5           # some scenarios (6: the bad-input corpus)
  *   npm run chaos -- --seed 42 --rate 0.1 # reproducible faults, 10 % of requests faulted
  *   npm run chaos -- --small              # smaller runs
  *   npm run chaos -- --only 3 --orders 2000 # scenario 3 at another size (default 5,000; --small 300)
@@ -12,6 +12,7 @@
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
 import { startEmulators } from "../local/emulators.ts";
+import { badInputsThroughService } from "./badInputScenario.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
 import {
   brokerDownDuringRebalance,
@@ -30,7 +31,7 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 const small = process.argv.includes("--small");
-const only = new Set((arg("only") ?? "1,2,3,4,5").split(",").map((s) => s.trim()));
+const only = new Set((arg("only") ?? "1,2,3,4,5,6").split(",").map((s) => s.trim()));
 const seed = Number(arg("seed") ?? Date.now() % 1_000_000);
 const rate = Number(arg("rate") ?? 0.05);
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -80,7 +81,14 @@ const plan: Array<[string, () => Promise<ScenarioResult>]> = [
       randomFaults(c, { orders: small ? 150 : 400, rate, crashRate: 0.03, longJobs: small ? 2 : 4 }),
     ),
   ],
+  ["6", own((c) => badInputsThroughService(c))],
 ];
+const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));
+if (unknown.length > 0) {
+  disposeChaosApp(assembly);
+  await emulators.stop();
+  throw new Error(`--only: no scenario ${unknown.join(", ")} (there are 1 to ${plan.length})`);
+}
 const results: ScenarioResult[] = [];
 let exitCode = 0;
 try {

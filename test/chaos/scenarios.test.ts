@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { badInputsThroughService } from "../../lib/chaos/badInputScenario.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "../../lib/chaos/chaosService.ts";
 import {
   brokerDownDuringRebalance,
@@ -16,7 +17,8 @@ import { verdict } from "../../lib/chaos/verdict.ts";
  * once, each scenario on the local runtime against the shared emulators (scenario 1 kills and
  * restarts a DynamoDB Local of its own). Each asserts the run's contract on what was stored:
  * nothing lost, no duplicate effect on the transactional path, every repeated charge explained by
- * an injected crash, nothing half-applied, aggregates in order. Bounded: ~4 minutes in all.
+ * an injected crash, nothing half-applied, aggregates in order, every bad input parked with its
+ * typed error. Bounded: ~5 minutes in all.
  */
 let ctx: ScenarioContext;
 const base = {
@@ -82,5 +84,14 @@ describe.sequential("chaos scenarios (small)", () => {
     expect(r.figures.longJobsDone).toBe(2);
     expectContract(r);
     expect(r.figures.duplicateEffects).toBe(0);
+  });
+
+  it("6. the bad-input corpus through the running service: each parked with its typed error, good ones processed", {
+    timeout: 150_000,
+  }, async () => {
+    const r = await badInputsThroughService(ctx);
+    expectContract(r);
+    expect(r.figures.wrongOutcomes).toBe(0);
+    expect(r.figures.dlq).toBe(r.figures.expectedParked);
   });
 });
