@@ -132,8 +132,8 @@ export const OUTBOX_IAM_ACTIONS = {
     "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",
   ],
-  /** The relay clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
-  relay: ["dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  /** The relay clears `pending` with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
+  relay: ["dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
   relayStream: [
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
@@ -141,7 +141,7 @@ export const OUTBOX_IAM_ACTIONS = {
     "dynamodb:ListStreams",
   ],
   /** The sweeper queries the pending index (on `<table>/index/pending-index`) and clears markers. */
-  sweeper: ["dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  sweeper: ["dynamodb:Query", "dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
 } as const;
 
 export const OUTBOX_DEFAULTS = {
