@@ -25,7 +25,7 @@ export {
 } from "./publisher.ts";
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions, type RelayReport } from "./relay.ts";
 export * from "./schema.ts";
-export { clearPending, requeueParked } from "./settle.ts";
+export { clearPending, clearPendingFenced, requeueParked } from "./settle.ts";
 export { assertDynamoDbStreamEvent } from "./streamEvent.ts";
 export { createStreamPoller, matchesFilter, type StreamPoller, toLambdaRecord } from "./streamPoller.ts";
 export {

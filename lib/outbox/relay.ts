@@ -23,7 +23,7 @@ import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
  *    groups by aggregate id with the event id as deduplication id).
  * 3. Parks the events that can never be published (malformed item, unknown destination, rejected
  *    by the broker): to the parking queue if configured, and marked in the table. Never dropped.
- * 4. Clears `pending` on the published events (PartiQL UPDATEs fenced on `pendingSince`, 25 a call).
+ * 4. Clears `pending` on the published events (BatchWriteItem, 25 a call).
  * 5. Returns `batchItemFailures` with the first record that failed (transiently, or whose parking
  *    failed): Lambda checkpoints there and retries it and everything after it, in order. Later
  *    records that were published are published again on the retry: duplicates with the same event

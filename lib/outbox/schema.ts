@@ -132,15 +132,15 @@ export const OUTBOX_IAM_ACTIONS = {
     "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",
   ],
-  /** The relay clears `pending` with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
-  relay: ["dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  /** The relay clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
+  relay: ["dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
   relayStream: [
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
     "dynamodb:ListStreams",
   ],
-  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and clears markers. */
+  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and clears markers with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement). */
   sweeper: ["dynamodb:Query", "dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
 } as const;
 

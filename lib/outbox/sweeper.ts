@@ -6,7 +6,7 @@ import { createSqsClient } from "../sqs/sqsClient.ts";
 import { type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "./schema.ts";
-import { clearPending, park } from "./settle.ts";
+import { clearPendingFenced, park } from "./settle.ts";
 
 /**
  * The outbox sweeper, run on a schedule (EventBridge, e.g. every minute).
@@ -242,7 +242,7 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
             });
           }
         }
-        const cleared = await clearPending(client, tableName, toClear, "sweeper", settledAt);
+        const cleared = await clearPendingFenced(client, tableName, toClear, "sweeper", settledAt);
         republished += toClear.length;
         if (cleared.failed && telemetry) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
       }

@@ -4,14 +4,14 @@ import { createAppTable } from "../../lib/local/appTable.ts";
 import { deleteTable } from "../../lib/local/resources.ts";
 import { pendingShard, resolveNewEvent, toOutboxItem } from "../../lib/outbox/outboxEvent.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
-import { clearPending, park, requeueParked } from "../../lib/outbox/settle.ts";
+import { clearPendingFenced, park, requeueParked } from "../../lib/outbox/settle.ts";
 import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 
 /**
- * Clearing `pending` after a publish is fenced on the published image's `pendingSince`, so a late
- * clear (a stream retry, or the relay and the sweeper publishing the same event) never undoes what
- * happened to the item since: a requeue, a park, or its deletion. On DynamoDB Local.
+ * The sweeper's clear of `pending` after a publish is fenced on the published image's
+ * `pendingSince`, so a late clear never undoes what happened to the item since: a requeue, a park,
+ * or its deletion. On DynamoDB Local.
  */
 const name = names(import.meta.url);
 const ddb = new DynamoDBClient({});
@@ -53,11 +53,11 @@ const stored = async (image: Record<string, { S?: string }>) =>
     )
   ).Item;
 
-describe("clearPending", () => {
+describe("clearPendingFenced (the sweeper's clear)", () => {
   it("clears published events in batches of 25: out of the pending index, stamped, with a TTL", async () => {
     const t = Date.now();
     const images = await Promise.all(Array.from({ length: 30 }, (_, i) => pendingEvent(`a${i}`, t - 1000)));
-    expect(await clearPending(ddb, table, images, "relay", t)).toEqual({
+    expect(await clearPendingFenced(ddb, table, images, "relay", t)).toEqual({
       cleared: 30,
       superseded: 0,
       failed: 0,
@@ -72,7 +72,7 @@ describe("clearPending", () => {
       expect(item?.[A.payload]).toEqual(image[A.payload]);
     }
     // The same clear again (a stream retry after the batch succeeded) changes nothing.
-    expect(await clearPending(ddb, table, images.slice(0, 3), "sweeper", t + 5)).toEqual({
+    expect(await clearPendingFenced(ddb, table, images.slice(0, 3), "sweeper", t + 5)).toEqual({
       cleared: 0,
       superseded: 3,
       failed: 0,
@@ -91,7 +91,7 @@ describe("clearPending", () => {
       now: t,
     });
     expect(ok).toBe(true);
-    expect(await clearPending(ddb, table, [image], "relay", t + 1)).toEqual({
+    expect(await clearPendingFenced(ddb, table, [image], "relay", t + 1)).toEqual({
       cleared: 0,
       superseded: 1,
       failed: 0,
@@ -130,7 +130,7 @@ describe("clearPending", () => {
       ),
       shape,
     );
-    expect(await clearPending(ddb, table, [parkedImage, gone], "relay", t + 1)).toEqual({
+    expect(await clearPendingFenced(ddb, table, [parkedImage, gone], "relay", t + 1)).toEqual({
       cleared: 0,
       superseded: 2,
       failed: 0,
