@@ -36,6 +36,34 @@ const seed = Number(arg("seed") ?? Date.now() % 1_000_000);
 const rate = Number(arg("rate") ?? 0.05);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
+// Scenarios 1 and 3 start DynamoDB Locals of their own; the others get one each here (see
+// withOwnDynamoDb: DynamoDB Local slows down with what earlier runs left in it).
+type Run = (ctx: ScenarioContext) => Promise<ScenarioResult>;
+const own =
+  (run: Run): Run =>
+  (c) =>
+    withOwnDynamoDb(c, run);
+const plan: Array<[string, Run]> = [
+  ["1", (c) => databaseDies(c, { orders: small ? 150 : 400, kills: small ? 1 : 2 })],
+  ["2", own((c) => relayLosesBroker(c, { aggregates: small ? 10 : 50, versions: small ? 8 : 20 }))],
+  [
+    "3",
+    (c) => poisonUnderLoad(c, { orders: Number(arg("orders") ?? (small ? 300 : 5_000)), poisonRate: 0.02 }),
+  ],
+  ["4", own((c) => brokerDownDuringRebalance(c, { events: small ? 150 : 400 }))],
+  [
+    "5",
+    own((c) =>
+      randomFaults(c, { orders: small ? 150 : 400, rate, crashRate: 0.03, longJobs: small ? 2 : 4 }),
+    ),
+  ],
+  ["6", own(badInputsThroughService)],
+];
+// Checked before the emulators start and the app is synthesized.
+const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));
+if (unknown.length > 0)
+  throw new Error(`--only: no scenario ${unknown.join(", ")} (there are 1 to ${plan.length})`);
+
 const emulators = await startEmulators({ applyEnv: false });
 // The scenarios' own SDK clients read the region and credentials from here.
 Object.assign(process.env, {
@@ -64,31 +92,6 @@ const ctx: ScenarioContext = {
 };
 log(`chaos: seed ${seed}, fault rate ${rate}, ${small ? "small" : "default"} sizes`);
 
-// Scenarios 1 and 3 start DynamoDB Locals of their own; the others get one each here (see
-// withOwnDynamoDb: DynamoDB Local slows down with what earlier runs left in it).
-const own = (run: (c: ScenarioContext) => Promise<ScenarioResult>) => () => withOwnDynamoDb(ctx, run);
-const plan: Array<[string, () => Promise<ScenarioResult>]> = [
-  ["1", () => databaseDies(ctx, { orders: small ? 150 : 400, kills: small ? 1 : 2 })],
-  ["2", own((c) => relayLosesBroker(c, { aggregates: small ? 10 : 50, versions: small ? 8 : 20 }))],
-  [
-    "3",
-    () => poisonUnderLoad(ctx, { orders: Number(arg("orders") ?? (small ? 300 : 5_000)), poisonRate: 0.02 }),
-  ],
-  ["4", own((c) => brokerDownDuringRebalance(c, { events: small ? 150 : 400 }))],
-  [
-    "5",
-    own((c) =>
-      randomFaults(c, { orders: small ? 150 : 400, rate, crashRate: 0.03, longJobs: small ? 2 : 4 }),
-    ),
-  ],
-  ["6", own((c) => badInputsThroughService(c))],
-];
-const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));
-if (unknown.length > 0) {
-  disposeChaosApp(assembly);
-  await emulators.stop();
-  throw new Error(`--only: no scenario ${unknown.join(", ")} (there are 1 to ${plan.length})`);
-}
 const results: ScenarioResult[] = [];
 let exitCode = 0;
 try {
@@ -96,7 +99,7 @@ try {
     if (!only.has(n)) continue;
     log(`scenario ${n}…`);
     try {
-      const r = await run();
+      const r = await run(ctx);
       results.push(r);
       log(`scenario ${n} ${r.name}: ${JSON.stringify(r.figures)} (${(r.durationMs / 1000).toFixed(1)} s)`);
       const bad = Object.entries(r.details).filter(([, v]) => (Array.isArray(v) ? v.length > 0 : false));

@@ -336,6 +336,7 @@ export async function relayLosesBroker(
 
 // ───────────────────────── 3. poison under load ─────────────────────────
 
+/** One run of the pipeline, on a DynamoDB Local of its own (so the two runs compare fairly). */
 async function pipelineRun(
   ctx: ScenarioContext,
   what: string,
@@ -344,35 +345,26 @@ async function pipelineRun(
   declineRate: number,
   seed: number,
 ) {
-  return withOwnDynamoDb(ctx, (c) => pipelineRunOn(c, what, orders, poisonRate, declineRate, seed));
-}
-
-async function pipelineRunOn(
-  ctx: ScenarioContext,
-  what: string,
-  orders: number,
-  poisonRate: number,
-  declineRate: number,
-  seed: number,
-) {
-  const id = runId(what);
-  const service = await startChaosService({ assembly: ctx.assembly, prefix: id, direct: ctx.endpoints });
-  try {
-    const w = makeOrders(orders, { rng: createRng(seed), runId: id, poisonRate, declineRate });
-    const t0 = Date.now();
-    await service.send(w.messages);
-    // Bounded by size: ~20 good orders/s end to end on two cores, so 200 ms per order is ample.
-    const s = await settle(
-      service,
-      w.expected,
-      ctx.settleTimeoutMs ?? Math.max(300_000, orders * 200),
-      ctx.log,
-    );
-    const check = await checkPipeline(service, w.expected);
-    return { w, s, check, ...goodThroughput(service.provider.readLedger(), w.expected, t0) };
-  } finally {
-    await service.stop();
-  }
+  return withOwnDynamoDb(ctx, async (c) => {
+    const id = runId(what);
+    const service = await startChaosService({ assembly: c.assembly, prefix: id, direct: c.endpoints });
+    try {
+      const w = makeOrders(orders, { rng: createRng(seed), runId: id, poisonRate, declineRate });
+      const t0 = Date.now();
+      await service.send(w.messages);
+      // Bounded by size: ~20 good orders/s end to end on two cores, so 200 ms per order is ample.
+      const s = await settle(
+        service,
+        w.expected,
+        c.settleTimeoutMs ?? Math.max(300_000, orders * 200),
+        c.log,
+      );
+      const check = await checkPipeline(service, w.expected);
+      return { w, s, check, ...goodThroughput(service.provider.readLedger(), w.expected, t0) };
+    } finally {
+      await service.stop();
+    }
+  });
 }
 
 /**

@@ -39,6 +39,12 @@ export function fromLambdaImage(image: Record<string, LambdaAttributeValue>): Re
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A published event's TTL: its retention starts now that it is out (older items carry one already). */
+function publishedExpiry(item: Record<string, AttributeValue>, now: number): AttributeValue {
+  const retention = Number(item[A.retentionSeconds]?.N ?? OUTBOX_DEFAULTS.eventRetentionSeconds);
+  return item[A.expiresAt] ?? { N: String(Math.floor(now / 1000) + retention) };
+}
+
 /**
  * Clears `pending` (and `pendingSince`) on published events, so they leave the sparse GSI.
  *
@@ -64,14 +70,11 @@ export async function clearPending(
   let failed = 0;
   const requests: WriteRequest[] = items.map((item) => {
     const { [A.pending]: _p, [A.pendingSince]: _s, ...rest } = item;
-    // The retention starts now that the event is out (older items carry their TTL already).
-    const retention = Number(item[A.retentionSeconds]?.N ?? OUTBOX_DEFAULTS.eventRetentionSeconds);
-    const expiresAt = item[A.expiresAt] ?? { N: String(Math.floor(now / 1000) + retention) };
     return {
       PutRequest: {
         Item: {
           ...rest,
-          [A.expiresAt]: expiresAt,
+          [A.expiresAt]: publishedExpiry(item, now),
           [A.publishedAt]: { N: String(now) },
           [A.publishedBy]: { S: publishedBy },
         },
@@ -129,14 +132,18 @@ export async function clearPendingFenced(
       const pk = item[A.pk];
       const sk = item[A.sk];
       if (!pk || !sk) return Promise.resolve("failed" as const);
-      // The retention starts now that the event is out (older items carry their TTL already).
-      const retention = Number(item[A.retentionSeconds]?.N ?? OUTBOX_DEFAULTS.eventRetentionSeconds);
-      const expiresAt = item[A.expiresAt] ?? { N: String(Math.floor(now / 1000) + retention) };
       const since = item[A.pendingSince];
       return batcher
         .execute(
           `UPDATE "${tableName}" REMOVE "${A.pending}" REMOVE "${A.pendingSince}" SET "${A.expiresAt}" = ? SET "${A.publishedAt}" = ? SET "${A.publishedBy}" = ? WHERE "${A.pk}" = ? AND "${A.sk}" = ? AND ${since ? `"${A.pendingSince}" = ?` : `"${A.pending}" IS NOT MISSING`}`,
-          [expiresAt, { N: String(now) }, { S: publishedBy }, pk, sk, ...(since ? [since] : [])],
+          [
+            publishedExpiry(item, now),
+            { N: String(now) },
+            { S: publishedBy },
+            pk,
+            sk,
+            ...(since ? [since] : []),
+          ],
         )
         .then(
           (r) => (r.ok ? "cleared" : r.code === "ConditionalCheckFailed" ? "superseded" : "failed"),
