@@ -5,20 +5,23 @@ import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
+import { ConsumerMonitoring } from "../../lib/cdk/consumerMonitoring.ts";
+import { CreatedMskCluster } from "../../lib/cdk/createdMskCluster.ts";
+import { DedupTable } from "../../lib/cdk/dedupTable.ts";
+import { LAMBDA_ENV } from "../../lib/cdk/env.ts";
+import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
+import { KafkaTopics } from "../../lib/cdk/kafkaTopics.ts";
+import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
+import { OutboxTable } from "../../lib/cdk/outboxTable.ts";
+import { QueueWithDlq, type QueueWithDlqProps } from "../../lib/cdk/queueWithDlq.ts";
+import type { RetryLadderDeclaration } from "../../lib/cdk/retryLadder.ts";
 import type { InfraContext } from "../config.ts";
-import { ConsumerFunction } from "../constructs/consumerFunction.ts";
-import { ConsumerMonitoring } from "../constructs/consumerMonitoring.ts";
-import { CreatedMskCluster } from "../constructs/createdMskCluster.ts";
-import { DedupTable } from "../constructs/dedupTable.ts";
-import { PROJECT_ROOT } from "../constructs/functionDefaults.ts";
-import { KafkaTopics } from "../constructs/kafkaTopics.ts";
-import type { MskClusterRef } from "../constructs/mskCluster.ts";
-import { OutboxTable } from "../constructs/outboxTable.ts";
-import { QueueWithDlq, type QueueWithDlqProps } from "../constructs/queueWithDlq.ts";
-import { LAMBDA_ENV } from "../env.ts";
-import type { RetryLadderDeclaration } from "../retryLadder.ts";
 
-/** The reference service's functions, each at `functions/<name>/handler.ts`. */
+/**
+ * The reference service's functions: its own at `functions/<name>/handler.ts`; the outbox relay and
+ * sweeper are the library's prebuilt handlers (`lib/handlers/`).
+ */
 export const REFERENCE_FUNCTIONS = [
   "order-consumer",
   "report-worker",
@@ -28,8 +31,13 @@ export const REFERENCE_FUNCTIONS = [
 ] as const;
 export type ReferenceFunction = (typeof REFERENCE_FUNCTIONS)[number];
 
+const PREBUILT: Partial<Record<ReferenceFunction, string>> = {
+  "outbox-relay": join(PROJECT_ROOT, "lib", "handlers", "outboxRelay.ts"),
+  "outbox-sweeper": join(PROJECT_ROOT, "lib", "handlers", "outboxSweeper.ts"),
+};
+
 export const defaultEntry = (name: ReferenceFunction): string =>
-  join(PROJECT_ROOT, "functions", name, "handler.ts");
+  PREBUILT[name] ?? join(PROJECT_ROOT, "functions", name, "handler.ts");
 export const STUB_ENTRY = join(PROJECT_ROOT, "infra", "stubs", "notImplemented.ts");
 
 /** The order-events retry ladder: `.retry.5s` → `.retry.1m` → `.retry.10m` → `.DLQ`. */

@@ -1,6 +1,6 @@
 /**
  * The dedup table's shape: the one source of truth for the library and for the CDK construct
- * (`infra/constructs/dedupTable.ts` reads these names).
+ * (`lib/cdk/dedupTable.ts` reads these names).
  */
 export const DEDUP_ATTR = {
   /** Partition key, `<scope>#<key>`. The table has no sort key. */

@@ -15,11 +15,6 @@ export {
   type KafkaRecordHandler,
 } from "./kafkaBatchProcessor.ts";
 export { brokerId, type KafkaEnvelopeOptions, retryCountOf, toKafkaEnvelope } from "./kafkaEnvelope.ts";
-export {
-  type LocalKafkaTrigger,
-  type LocalKafkaTriggerOptions,
-  startLocalKafkaTrigger,
-} from "./localKafkaTrigger.ts";
 export { type KafkaRecordView, type MskEventJson, type MskRecordJson, readKafkaEvent } from "./mskEvent.ts";
 export { type ConsumedRecord, toMskEvent } from "./mskEventBuilder.ts";
 export {

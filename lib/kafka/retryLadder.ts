@@ -38,7 +38,7 @@ export function parseDelay(delay: string | number): number {
 
 /**
  * The shortest exact label: 5000 → "5s", 60000 → "1m", 600000 → "10m", 1500 → "1500ms". Hours are
- * the largest unit (86400000 → "24h"), as in the CDK's topic names (infra/retryLadder.ts).
+ * the largest unit (86400000 → "24h"), as in the CDK's topic names (lib/cdk/retryLadder.ts).
  */
 export function formatDelay(ms: number): string {
   for (const unit of ["h", "m", "s"] as const) {

@@ -4,8 +4,8 @@ import { CreateQueueCommand, DeleteQueueCommand, type Message } from "@aws-sdk/c
 import type { DynamoDBRecord, SQSEvent, SQSRecord } from "aws-lambda";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kafkaCases, sqsCases, wrongShapes } from "../../lib/chaos/badInputCorpus.ts";
-import { readQueue, readTopic, scanTable } from "../../lib/chaos/storedState.ts";
+import { kafkaCases, sqsCases, wrongShapes } from "../../chaos/badInputCorpus.ts";
+import { readQueue, readTopic, scanTable } from "../../chaos/storedState.ts";
 import { disconnectAllKafkaProducers } from "../../lib/kafka/producer.ts";
 import { createAppTable } from "../../lib/local/appTable.ts";
 import { lambdaContext } from "../../lib/local/lambdaContext.ts";
@@ -69,7 +69,7 @@ beforeAll(async () => {
   delete process.env.PAYMENT_GATEWAY_URL;
   orderConsumer = (await import("../../functions/order-consumer/handler.ts")).handler as Handler;
   paymentConsumer = (await import("../../functions/payment-consumer/handler.ts")).handler as Handler;
-  relay = (await import("../../functions/outbox-relay/handler.ts")).handler as Handler;
+  relay = (await import("../../lib/handlers/outboxRelay.ts")).handler as Handler;
 });
 
 afterAll(async () => {
@@ -237,7 +237,7 @@ describe("bad inputs through the Kafka consumer (functions/payment-consumer)", (
   );
 });
 
-describe("bad inputs through the stream consumer (functions/outbox-relay)", () => {
+describe("bad inputs through the stream consumer (the prebuilt outbox relay)", () => {
   it("malformed outbox items are parked with context; the good event of the batch is published", async () => {
     const uow = createInboxOutbox({ tableName: appTable, scope: "bad-inputs", client: ddb });
     const eventId = { current: "" };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { badInputsThroughService } from "../../lib/chaos/badInputScenario.ts";
-import { disposeChaosApp, synthesizeChaosApp } from "../../lib/chaos/chaosService.ts";
+import { badInputsThroughService } from "../../chaos/badInputScenario.ts";
+import { disposeChaosApp, synthesizeChaosApp } from "../../chaos/chaosService.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -9,8 +9,8 @@ import {
   relayLosesBroker,
   type ScenarioContext,
   type ScenarioResult,
-} from "../../lib/chaos/scenarios.ts";
-import { verdict } from "../../lib/chaos/verdict.ts";
+} from "../../chaos/scenarios.ts";
+import { verdict } from "../../chaos/verdict.ts";
 
 /**
  * The chaos scenarios of `npm run chaos`, small: the reference stack's chaos variant synthesized

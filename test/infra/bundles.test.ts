@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConsumerFunction } from "../../infra/constructs/consumerFunction.ts";
-import { PROJECT_ROOT } from "../../infra/constructs/functionDefaults.ts";
 import { defaultEntry, REFERENCE_FUNCTIONS, STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
+import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
+import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 
 // Every handler that exists is bundled once, by the same NodejsFunction settings the stacks use
 // (esbuild, ESM, minified, source maps). Handlers that do not exist yet are listed, not failed.
@@ -14,7 +14,7 @@ const entries: Record<string, string> = {
   ...Object.fromEntries(
     REFERENCE_FUNCTIONS.map((name) => [name, defaultEntry(name)]).filter(([, p]) => existsSync(p!)),
   ),
-  "kafka-topics-admin": join(PROJECT_ROOT, "infra", "custom-resources", "kafkaTopics", "handler.ts"),
+  "kafka-topics-admin": join(PROJECT_ROOT, "lib", "handlers", "kafkaTopics", "handler.ts"),
   stub: STUB_ENTRY,
 };
 const missing = REFERENCE_FUNCTIONS.filter((name) => !existsSync(defaultEntry(name)));

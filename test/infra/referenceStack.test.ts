@@ -1,8 +1,8 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { LAMBDA_ENV } from "../../infra/env.ts";
-import { ladderRuntimeConfig } from "../../infra/retryLadder.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
+import { LAMBDA_ENV } from "../../lib/cdk/env.ts";
+import { ladderRuntimeConfig } from "../../lib/cdk/retryLadder.ts";
 import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import { acknowledgements, findingsOf, synthReference } from "./synthHelpers.ts";

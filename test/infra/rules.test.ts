@@ -1,8 +1,8 @@
 import { App } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
 import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
-import { encodeTopicConfigs } from "../../infra/constructs/kafkaTopics.ts";
-import { planTopic, TopicShrinkError } from "../../infra/custom-resources/kafkaTopics/plan.ts";
+import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
+import { encodeTopicConfigs } from "../../lib/cdk/kafkaTopics.ts";
 import {
   deadLetterTopicName,
   delayLabel,
@@ -10,7 +10,7 @@ import {
   ladderRuntimeConfig,
   ladderTopics,
   retryTopicName,
-} from "../../infra/retryLadder.ts";
+} from "../../lib/cdk/retryLadder.ts";
 import {
   ConsumerRuleError,
   checkDedupWindow,
@@ -19,8 +19,8 @@ import {
   kafkaRetryPathSeconds,
   requiredVisibilityTimeoutSeconds,
   sqsRetryPathSeconds,
-} from "../../infra/rules.ts";
-import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
+} from "../../lib/cdk/rules.ts";
+import { planTopic, TopicShrinkError } from "../../lib/handlers/kafkaTopics/plan.ts";
 import { ladderFromRuntimeConfig } from "../../lib/kafka/retryLadder.ts";
 
 const DAY = 86_400;

@@ -5,11 +5,11 @@ import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { buildApp } from "../../infra/app.ts";
 import { CONTEXT_DEFAULTS } from "../../infra/config.ts";
-import { ConsumerFunction } from "../../infra/constructs/consumerFunction.ts";
-import { DedupTable } from "../../infra/constructs/dedupTable.ts";
-import type { MskClusterRef } from "../../infra/constructs/mskCluster.ts";
-import { QueueWithDlq } from "../../infra/constructs/queueWithDlq.ts";
 import { ReferenceServiceStack, STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
+import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
+import { DedupTable } from "../../lib/cdk/dedupTable.ts";
+import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
+import { QueueWithDlq } from "../../lib/cdk/queueWithDlq.ts";
 import { findingsOf, testApp } from "./synthHelpers.ts";
 
 // Small stacks, no bundling: each rule must fail synth with a message that says what to change.

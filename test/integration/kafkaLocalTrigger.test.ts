@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PermanentError, TransientError } from "../../lib/core/errors.ts";
-import { startLocalKafkaTrigger } from "../../lib/kafka/localKafkaTrigger.ts";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
 import { createRetryLadder } from "../../lib/kafka/retryLadder.ts";
+import { startLocalKafkaTrigger } from "../../lib/local/kafkaTrigger.ts";
 import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
 import { dynamodb } from "../support/clients.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ScenarioResult } from "../../lib/chaos/scenarios.ts";
-import { verdict } from "../../lib/chaos/verdict.ts";
+import type { ScenarioResult } from "../../chaos/scenarios.ts";
+import { verdict } from "../../chaos/verdict.ts";
 
 const clean = {
   messages: 10,

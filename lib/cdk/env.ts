@@ -2,7 +2,7 @@
  * The environment variables the library and the reference functions read. The CDK constructs set
  * them; the code reads them. One list, so a rename breaks the typecheck instead of a deployment.
  */
-import { OUTBOX_ENV } from "../lib/outbox/schema.ts";
+import { OUTBOX_ENV } from "../outbox/schema.ts";
 
 export const LAMBDA_ENV = {
   dedupTableName: "DEDUP_TABLE_NAME",

@@ -8,7 +8,7 @@
  *
  * - in this process, through kafkajs' `socketFactory` (`redirectingSocketFactory`);
  * - in a handler process we do not control (functions/*), by preloading this module with
- *   `node --import lib/chaos/netRedirect.ts` and `CHAOS_NET_REDIRECT={"127.0.0.1:9092":"127.0.0.1:40123"}`:
+ *   `node --import chaos/netRedirect.ts` and `CHAOS_NET_REDIRECT={"127.0.0.1:9092":"127.0.0.1:40123"}`:
  *   it wraps `net.connect`, which kafkajs' default socket factory calls. Nothing else in such a
  *   process uses `net.connect` for those addresses (the AWS SDK goes through `http`).
  */

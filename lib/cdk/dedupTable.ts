@@ -8,8 +8,8 @@ import {
   DEDUP_PARTITION_KEY,
   DEDUP_TABLE_ACTIONS,
   DEDUP_TTL_ATTRIBUTE,
-} from "../../lib/dedup/schema.ts";
-import { dedupWindowValidation, type RetryPath } from "../rules.ts";
+} from "../dedup/schema.ts";
+import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface DedupTableProps {
   /** @default - a CloudFormation-generated name */

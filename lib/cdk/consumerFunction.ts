@@ -6,14 +6,7 @@ import { KafkaDlq, SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { LAMBDA_ENV } from "../env.ts";
-import {
-  ladderRetryPathSeconds,
-  ladderRuntimeConfig,
-  ladderTopics,
-  type RetryLadderDeclaration,
-} from "../retryLadder.ts";
-import { ConsumerRuleError, checkVisibilityTimeout, formatSeconds, type RetryPath } from "../rules.ts";
+import { LAMBDA_ENV } from "./env.ts";
 import {
   assertEntryExists,
   BUNDLING,
@@ -24,6 +17,13 @@ import {
 } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
+import {
+  ladderRetryPathSeconds,
+  ladderRuntimeConfig,
+  ladderTopics,
+  type RetryLadderDeclaration,
+} from "./retryLadder.ts";
+import { ConsumerRuleError, checkVisibilityTimeout, formatSeconds, type RetryPath } from "./rules.ts";
 
 /** Anything that remembers dedup keys for a window: the dedup table, or the app table's inbox. */
 export interface DedupWindowOwner {

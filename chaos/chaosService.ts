@@ -11,20 +11,24 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import { Kafka, logLevel } from "kafkajs";
-import type { CfnTemplate } from "../local/runtime/cloudAssembly.ts";
-import { loadCloudAssembly } from "../local/runtime/cloudAssembly.ts";
-import { type LocalRuntime, type RuntimeClient, startLocalRuntime } from "../local/runtime/localRuntime.ts";
-import type { KafkaMapping } from "../local/runtime/model.ts";
-import { type ScenarioTargets, scenarioTargets } from "../local/runtime/referenceScenario.ts";
-import type { EventSource } from "../local/runtime/sqsEventSource.ts";
-import { synthesize } from "../local/runtime/synth.ts";
-import { createSqsClient } from "../sqs/sqsClient.ts";
+import type { CfnTemplate } from "../lib/local/runtime/cloudAssembly.ts";
+import { loadCloudAssembly } from "../lib/local/runtime/cloudAssembly.ts";
+import {
+  type LocalRuntime,
+  type RuntimeClient,
+  startLocalRuntime,
+} from "../lib/local/runtime/localRuntime.ts";
+import type { KafkaMapping } from "../lib/local/runtime/model.ts";
+import { type ScenarioTargets, scenarioTargets } from "../lib/local/runtime/referenceScenario.ts";
+import type { EventSource } from "../lib/local/runtime/sqsEventSource.ts";
+import { synthesize } from "../lib/local/runtime/synth.ts";
+import { createSqsClient } from "../lib/sqs/sqsClient.ts";
 import { CHAOS_STACK, CHAOS_TOPIC } from "./chaosApp.ts";
 import { REDIRECT_ENV, type RedirectMap, redirectingSocketFactory } from "./netRedirect.ts";
 import { type CrashDecision, type PaymentProvider, startPaymentProvider } from "./paymentProvider.ts";
 
 /**
- * The reference service for chaos: the CDK app (lib/chaos/chaosApp.ts, the reference stack with
+ * The reference service for chaos: the CDK app (chaos/chaosApp.ts, the reference stack with
  * fast-recovery props) synthesized once, then materialised and run on the local runtime
  * (lib/local/runtime) once per scenario, under its own names. Faults enter through the runtime's
  * hooks: the functions' endpoints (`functionEmulatorEnv`, a fault proxy), the runtime's own SDK
@@ -48,11 +52,11 @@ export interface ChaosAssembly {
 const PROJECT_DIR = resolve(fileURLToPath(new URL("../../", import.meta.url)));
 const PRELOAD = fileURLToPath(new URL("./netRedirect.ts", import.meta.url));
 
-/** Synthesizes lib/chaos/chaosApp.ts (bundling included: ~30 s); once per chaos run. */
+/** Synthesizes chaos/chaosApp.ts (bundling included: ~30 s); once per chaos run. */
 export async function synthesizeChaosApp(outdir?: string): Promise<ChaosAssembly> {
   const dir = outdir ?? mkdtempSync(join(tmpdir(), "chaos-cdk-"));
   try {
-    await synthesize({ projectDir: PROJECT_DIR, outdir: dir, app: "npx tsx lib/chaos/chaosApp.ts" });
+    await synthesize({ projectDir: PROJECT_DIR, outdir: dir, app: "npx tsx chaos/chaosApp.ts" });
     const stack = loadCloudAssembly(dir).find((s) => s.stackName === CHAOS_STACK);
     if (!stack) throw new Error(`no ${CHAOS_STACK} in ${dir}`);
     return { template: stack.template, assetRoot: stack.assetRoot, ...(outdir ? {} : { tempDir: dir }) };

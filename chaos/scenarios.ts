@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
-import { type DynamoDbLocal, startDynamoDbLocal } from "../local/dynamodbLocal.ts";
-import { createInboxOutbox } from "../outbox/unitOfWork.ts";
+import { type DynamoDbLocal, startDynamoDbLocal } from "../lib/local/dynamodbLocal.ts";
+import { createInboxOutbox } from "../lib/outbox/unitOfWork.ts";
 import { type ChaosAssembly, type ChaosService, type Endpoints, startChaosService } from "./chaosService.ts";
 import { createFaultLedger, type FaultKind, type FaultLedger } from "./faults.ts";
 import { startHttpFaultProxy } from "./httpFaultProxy.ts";
@@ -189,7 +189,7 @@ async function brokerProxies(
 }
 
 /**
- * Outbox events of many aggregates, several per aggregate, relayed by functions/outbox-relay while
+ * Outbox events of many aggregates, several per aggregate, relayed by the prebuilt outbox relay (lib/handlers/outboxRelay.ts) while
  * every connection between the relay and the brokers is cut, again and again, whenever a relay
  * batch is in flight (and once the brokers stay unreachable for a while). Expect: every event on
  * the topic, each aggregate's events in commit order (first occurrences), duplicates reported.

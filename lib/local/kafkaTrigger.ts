@@ -1,9 +1,9 @@
 import type { Context } from "aws-lambda";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
-import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "./config.ts";
-import type { MskEventJson } from "./mskEvent.ts";
-import { toMskEvent } from "./mskEventBuilder.ts";
-import type { KafkaBatchResponse } from "./partialResponse.ts";
+import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "../kafka/config.ts";
+import type { MskEventJson } from "../kafka/mskEvent.ts";
+import { toMskEvent } from "../kafka/mskEventBuilder.ts";
+import type { KafkaBatchResponse } from "../kafka/partialResponse.ts";
 
 export interface LocalKafkaTriggerOptions {
   readonly topic: string;

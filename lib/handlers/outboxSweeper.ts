@@ -1,7 +1,7 @@
 import type { Context, ScheduledEvent } from "aws-lambda";
-import { createTelemetry } from "../../lib/observability/telemetry.ts";
-import { OUTBOX_DEFAULTS, OUTBOX_ENV } from "../../lib/outbox/schema.ts";
-import { createOutboxSweeper, type SweepReport } from "../../lib/outbox/sweeper.ts";
+import { createTelemetry } from "../observability/telemetry.ts";
+import { OUTBOX_DEFAULTS, OUTBOX_ENV } from "../outbox/schema.ts";
+import { createOutboxSweeper, type SweepReport } from "../outbox/sweeper.ts";
 
 /**
  * The outbox sweeper, on a schedule (EventBridge rule, every minute). Republishes outbox events

@@ -1,7 +1,7 @@
 import { request } from "node:https";
 import type { CloudFormationCustomResourceEvent } from "aws-lambda";
 import { Kafka } from "kafkajs";
-import { toKafkaJsConfig } from "../../../lib/kafka/config.ts";
+import { toKafkaJsConfig } from "../../kafka/config.ts";
 import { type DesiredTopic, type ExistingTopic, parseDesiredTopic, planTopic } from "./plan.ts";
 
 /**

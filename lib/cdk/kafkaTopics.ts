@@ -2,9 +2,9 @@ import { join } from "node:path";
 import { CustomResource, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as msk from "aws-cdk-lib/aws-msk";
 import { Construct } from "constructs";
-import { type KafkaTopicSpec, ladderTopics, type RetryLadderDeclaration } from "../retryLadder.ts";
 import { ConsumerFunction } from "./consumerFunction.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
+import { type KafkaTopicSpec, ladderTopics, type RetryLadderDeclaration } from "./retryLadder.ts";
 
 /** Topic configs MSK Serverless lets a client set; others (e.g. `min.insync.replicas`) are fixed there. */
 export const MSK_SERVERLESS_TOPIC_CONFIGS = new Set([
@@ -70,7 +70,7 @@ export class KafkaTopics extends Construct {
     }
 
     const admin = new ConsumerFunction(this, "Admin", {
-      entry: join(import.meta.dirname, "..", "custom-resources", "kafkaTopics", "handler.ts"),
+      entry: join(import.meta.dirname, "..", "handlers", "kafkaTopics", "handler.ts"),
       consumerName: "kafka-topics-admin",
       description: "Creates and updates Kafka topics on MSK Serverless (custom resource)",
       timeout: Duration.minutes(5),

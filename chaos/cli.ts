@@ -11,7 +11,7 @@
  * duplicate effect on the transactional path, every repeated external effect is accounted for by
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
-import { startEmulators } from "../local/emulators.ts";
+import { startEmulators } from "../lib/local/emulators.ts";
 import { badInputsThroughService } from "./badInputScenario.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
 import {
@@ -73,7 +73,7 @@ Object.assign(process.env, {
   POWERTOOLS_LOG_LEVEL: "SILENT",
   POWERTOOLS_METRICS_DISABLED: "true",
 });
-log("chaos: synthesizing the reference service (lib/chaos/chaosApp.ts)…");
+log("chaos: synthesizing the reference service (chaos/chaosApp.ts)…");
 const synthStarted = Date.now();
 const assembly = await synthesizeChaosApp().catch(async (error: unknown) => {
   await emulators.stop();

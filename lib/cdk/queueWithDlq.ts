@@ -8,7 +8,7 @@ import {
   formatSeconds,
   requiredVisibilityTimeoutSeconds,
   sqsRetryPathSeconds,
-} from "../rules.ts";
+} from "./rules.ts";
 
 export interface QueueWithDlqProps {
   /** @default - a CloudFormation-generated name */

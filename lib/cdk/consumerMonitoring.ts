@@ -3,7 +3,7 @@ import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
 import type * as sns from "aws-cdk-lib/aws-sns";
 import { Construct } from "constructs";
-import { METRIC } from "../../lib/observability/telemetry.ts";
+import { METRIC } from "../observability/telemetry.ts";
 import type { ConsumerFunction } from "./consumerFunction.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 

@@ -14,8 +14,8 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { App, Duration } from "aws-cdk-lib";
-import { readContext } from "../../infra/config.ts";
-import { ORDER_EVENTS_LADDER, ReferenceServiceStack } from "../../infra/stacks/referenceServiceStack.ts";
+import { readContext } from "../infra/config.ts";
+import { ORDER_EVENTS_LADDER, ReferenceServiceStack } from "../infra/stacks/referenceServiceStack.ts";
 
 export const CHAOS_TOPIC = "chaostopicplaceholder";
 export const CHAOS_STACK = "ChaosReference";

@@ -16,9 +16,9 @@ import {
   OUTBOX_PENDING_INDEX,
   OUTBOX_STREAM_FILTER_PATTERN,
   OUTBOX_TTL_ATTRIBUTE,
-} from "../../lib/outbox/schema.ts";
-import { dedupWindowValidation, type RetryPath } from "../rules.ts";
+} from "../outbox/schema.ts";
 import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
+import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface OutboxTableProps {
   /** @default - a CloudFormation-generated name */
