@@ -182,39 +182,51 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
     const hashField = payloadHash ? `, '${A.payloadHash}': ?` : "";
-    const r = await claims.execute(
-      `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}}`,
-      [
+    const r = await claims.execute({
+      item: dedupPk(scope, key),
+      statement: `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}}`,
+      parameters: [
         s(dedupPk(scope, key)),
         s(token),
         n(expiresAtMs),
         n(Math.floor(t / 1000) + windowSeconds),
         ...(payloadHash ? [s(payloadHash)] : []),
       ],
-    );
+    });
     if (r.ok) return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1 } };
     // DuplicateItem (INSERT returns no old image) or anything else: the conditional update decides.
     return { fallback: { token, expiresAtMs } };
   }
 
+  async function claimFromTable(key: string, payloadHash: string | undefined): Promise<ClaimResult> {
+    let mine: { token: string; expiresAtMs: number } | undefined;
+    if (claimBatchSize > 1) {
+      const inserted = await insertClaim(key, payloadHash);
+      if (!("fallback" in inserted)) return inserted;
+      mine = inserted.fallback;
+    }
+    // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
+    const first = await claimOnce(key, payloadHash, mine);
+    if (first !== "retry") return first;
+    const second = await claimOnce(key, payloadHash);
+    if (second !== "retry") return second;
+    return { status: "in-progress", leaseExpiresAtMs: now() };
+  }
+
+  /**
+   * Keys this process is claiming or holds. The store lives at container scope, and on Lambda
+   * Managed Instances several invocations share it: a second claim of a key that another
+   * invocation here is claiming is answered from that claim, and one that it holds is "in
+   * progress", with no request. Without this both claims went into one BatchExecuteStatement and
+   * DynamoDB rejected the whole request for its duplicate key, failing every claim in it.
+   */
+  const local = createLocalClaims(now);
+
   return {
     scope,
     tableName,
 
-    async claim(key, claimOptions = {}) {
-      let mine: { token: string; expiresAtMs: number } | undefined;
-      if (claimBatchSize > 1) {
-        const inserted = await insertClaim(key, claimOptions.payloadHash);
-        if (!("fallback" in inserted)) return inserted;
-        mine = inserted.fallback;
-      }
-      // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
-      const first = await claimOnce(key, claimOptions.payloadHash, mine);
-      if (first !== "retry") return first;
-      const second = await claimOnce(key, claimOptions.payloadHash);
-      if (second !== "retry") return second;
-      return { status: "in-progress", leaseExpiresAtMs: now() };
-    },
+    claim: (key, claimOptions = {}) => local.claim(key, () => claimFromTable(key, claimOptions.payloadHash)),
 
     complete(lease, result) {
       // PartiQL so completions can be grouped; the WHERE clause is the fence (a missing item fails too).
@@ -228,7 +240,13 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
         s(dedupPk(scope, lease.key)),
         s(lease.token),
       ];
-      return completions.execute(statement, parameters).then((r) => {
+      const written = completions.execute({ item: dedupPk(scope, lease.key), statement, parameters });
+      // Held here until the completion settles: a claim meanwhile is "in progress", not a write.
+      void written.then(
+        () => local.drop(lease),
+        () => local.drop(lease),
+      );
+      return written.then((r) => {
         if (r.ok) return;
         if (r.code === "ConditionalCheckFailed") {
           throw new LeaseLostError(`lease on '${lease.key}' in scope '${scope}' was lost before completion`);
@@ -251,6 +269,8 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
       } catch (error) {
         // Someone else holds it now: nothing of ours to release.
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      } finally {
+        local.drop(lease);
       }
     },
 
@@ -277,13 +297,65 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
         );
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
+          local.drop(lease);
           throw new LeaseLostError(`lease on '${lease.key}' in scope '${scope}' was lost before renewal`);
         }
         throw error;
       }
-      return { ...lease, expiresAtMs };
+      const renewed = { ...lease, expiresAtMs };
+      local.renewed(renewed);
+      return renewed;
     },
 
     flush: () => completions.flush(),
+  };
+}
+
+/** The claims of one container's invocations on one store, by key. */
+interface LocalClaims {
+  /** Answers from this process when it can, else runs `fromTable` as the key's one claim here. */
+  claim(key: string, fromTable: () => Promise<ClaimResult>): Promise<ClaimResult>;
+  renewed(lease: Lease): void;
+  /** The lease was completed, released or lost: the table decides from now on. */
+  drop(lease: Lease): void;
+}
+
+function createLocalClaims(now: () => number): LocalClaims {
+  const claiming = new Map<string, Promise<ClaimResult>>();
+  const held = new Map<string, Lease>();
+
+  return {
+    async claim(key, fromTable) {
+      for (;;) {
+        const lease = held.get(key);
+        // A lease past its expiry proves nothing (its holder may be stuck): the table decides.
+        if (lease && lease.expiresAtMs > now())
+          return { status: "in-progress", leaseExpiresAtMs: lease.expiresAtMs };
+        const first = claiming.get(key);
+        if (!first) break;
+        const result = await first.catch(() => undefined);
+        // The other invocation won it: for this one the key is held elsewhere.
+        if (result?.status === "claimed")
+          return { status: "in-progress", leaseExpiresAtMs: result.lease.expiresAtMs };
+        if (result) return result;
+        // Its claim failed, which proves nothing about the key: look again, then ask the table.
+      }
+      // No await between the check above and this set, so one claim per key is in flight here.
+      const claim = fromTable();
+      claiming.set(key, claim);
+      try {
+        const result = await claim;
+        if (result.status === "claimed") held.set(key, result.lease);
+        return result;
+      } finally {
+        claiming.delete(key);
+      }
+    },
+    renewed(lease) {
+      if (held.get(lease.key)?.token === lease.token) held.set(lease.key, lease);
+    },
+    drop(lease) {
+      if (held.get(lease.key)?.token === lease.token) held.delete(lease.key);
+    },
   };
 }

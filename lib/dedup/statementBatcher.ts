@@ -26,7 +26,22 @@ export type StatementResult =
       readonly item?: Record<string, AttributeValue>;
     };
 
+/** One single-item PartiQL statement, and the item it writes. */
+export interface Statement {
+  /**
+   * The item's identity (its key, serialised). A BatchExecuteStatement that names one item twice
+   * is rejected whole by DynamoDB (ValidationException "Provided list of item keys contains
+   * duplicates"), so two statements on one item never share a request.
+   */
+  readonly item: string;
+  readonly statement: string;
+  readonly parameters: AttributeValue[];
+  /** Return the item as it was when the condition failed. @default false */
+  readonly returnOldOnConditionFailure?: boolean;
+}
+
 interface Pending {
+  readonly item: string;
   readonly request: BatchStatementRequest;
   resolve(result: StatementResult): void;
   reject(error: unknown): void;
@@ -65,17 +80,16 @@ export class StatementBatcher {
   }
 
   /** Resolves with the statement's own result; rejects only when the whole request failed. */
-  execute(
-    statement: string,
-    parameters: AttributeValue[],
-    returnOldOnConditionFailure = false,
-  ): Promise<StatementResult> {
+  execute(statement: Statement): Promise<StatementResult> {
     return new Promise((resolve, reject) => {
       this.queue.push({
+        item: statement.item,
         request: {
-          Statement: statement,
-          Parameters: parameters,
-          ...(returnOldOnConditionFailure ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" } : {}),
+          Statement: statement.statement,
+          Parameters: statement.parameters,
+          ...(statement.returnOldOnConditionFailure
+            ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" }
+            : {}),
         },
         resolve,
         reject,
@@ -85,17 +99,22 @@ export class StatementBatcher {
     });
   }
 
-  /** Sends everything queued and waits for every request in flight. */
+  /**
+   * Sends everything queued so far and waits for it (and for whatever was in flight when called).
+   * Statements that other callers queue later are not waited for: under concurrent invocations
+   * sharing this batcher, one caller's flush must not wait on another's stream of work.
+   */
   async flush(): Promise<void> {
     this.flushNow();
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.inFlight]);
   }
 
   private flushNow(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     while (this.queue.length > 0) {
-      const group = this.queue.splice(0, this.maxBatch);
+      const { group, rest } = takeGroup(this.queue, this.maxBatch);
+      this.queue = rest;
       const write = this.send(group).finally(() => this.inFlight.delete(write));
       this.inFlight.add(write);
     }
@@ -143,4 +162,25 @@ export class StatementBatcher {
       if (remaining.length > 0) await sleep(25 * 2 ** round * Math.random());
     }
   }
+}
+
+/**
+ * The next request's statements: queue order, at most `max`, and at most one per item. A second
+ * statement on an item already in the group waits for a later request (claims and completions are
+ * conditional writes, so their order across requests is decided by their conditions, not by us).
+ */
+export function takeGroup<T extends { readonly item: string }>(
+  queue: readonly T[],
+  max: number,
+): { group: T[]; rest: T[] } {
+  const group: T[] = [];
+  const rest: T[] = [];
+  const items = new Set<string>();
+  for (const p of queue) {
+    if (group.length < max && !items.has(p.item)) {
+      items.add(p.item);
+      group.push(p);
+    } else rest.push(p);
+  }
+  return { group, rest };
 }

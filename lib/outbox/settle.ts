@@ -134,9 +134,10 @@ export async function clearPendingFenced(
       if (!pk || !sk) return Promise.resolve("failed" as const);
       const since = item[A.pendingSince];
       return batcher
-        .execute(
-          `UPDATE "${tableName}" REMOVE "${A.pending}" REMOVE "${A.pendingSince}" SET "${A.expiresAt}" = ? SET "${A.publishedAt}" = ? SET "${A.publishedBy}" = ? WHERE "${A.pk}" = ? AND "${A.sk}" = ? AND ${since ? `"${A.pendingSince}" = ?` : `"${A.pending}" IS NOT MISSING`}`,
-          [
+        .execute({
+          item: `${pk.S}\u0000${sk.S}`,
+          statement: `UPDATE "${tableName}" REMOVE "${A.pending}" REMOVE "${A.pendingSince}" SET "${A.expiresAt}" = ? SET "${A.publishedAt}" = ? SET "${A.publishedBy}" = ? WHERE "${A.pk}" = ? AND "${A.sk}" = ? AND ${since ? `"${A.pendingSince}" = ?` : `"${A.pending}" IS NOT MISSING`}`,
+          parameters: [
             publishedExpiry(item, now),
             { N: String(now) },
             { S: publishedBy },
@@ -144,7 +145,7 @@ export async function clearPendingFenced(
             sk,
             ...(since ? [since] : []),
           ],
-        )
+        })
         .then(
           (r) => (r.ok ? "cleared" : r.code === "ConditionalCheckFailed" ? "superseded" : "failed"),
           () => "failed" as const,
