@@ -36,7 +36,10 @@ export interface ConsumerFunctionProps {
   readonly entry: string;
   /** @default "handler" */
   readonly handler?: string;
-  /** The consumer's name: its dedup scope and `POWERTOOLS_SERVICE_NAME`. @default the construct id */
+  /**
+   * The consumer's name: its dedup scope (as `CONSUMER_NAME`, so a replaced function keeps its keys)
+   * and `POWERTOOLS_SERVICE_NAME`. @default the construct id
+   */
   readonly consumerName?: string;
   /** @default Duration.seconds(30) */
   readonly timeout?: Duration;
@@ -164,6 +167,7 @@ export class ConsumerFunction extends Construct {
       environment: {
         NODE_OPTIONS: "--enable-source-maps",
         [LAMBDA_ENV.powertoolsServiceName]: this.consumerName,
+        [LAMBDA_ENV.consumerName]: this.consumerName,
         [LAMBDA_ENV.powertoolsMetricsNamespace]: props.metricsNamespace ?? "ReliableConsumers",
         ...props.environment,
       },
