@@ -5,23 +5,17 @@ import { decodeRecords, planBatch, type RecordPlan } from "../core/batchPlan.ts"
 import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { describeError, LeaseLostError } from "../core/errors.ts";
 import { runKeyed } from "../core/keyedScheduler.ts";
-import { lambdaDeadline } from "../core/lambdaDeadline.ts";
-import { done, outcomeOfTask, type RecordOutcome, stopsLane, unfinished } from "../core/recordOutcome.ts";
+import { outcomeOfTask, type RecordOutcome, stopsLane, unfinished } from "../core/recordOutcome.ts";
 import {
   createIdempotency,
   type DuplicateHandler,
   type IdempotencyOptions,
   type IdempotencySetting,
 } from "../dedup/idempotency.ts";
-import {
-  claimAhead,
-  releaseUnused,
-  runWithLease,
-  settleCompletions,
-  takeClaim,
-} from "../dedup/recordClaims.ts";
+import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
+import { openInvocation, runPlannedRecord } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { NotYetDueError } from "./errors.ts";
 import { type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
@@ -123,6 +117,8 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
+type Plan<T> = RecordPlan<KafkaRecordView, T>;
+
 /** Creates the per-container state (dedup stores, ladder) once; returns the per-batch function. */
 export function createKafkaBatchProcessor<T>(
   handler: KafkaRecordHandler<T>,
@@ -136,6 +132,7 @@ export function createKafkaBatchProcessor<T>(
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
   const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
+  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
   const isRetryTopic = (v: KafkaRecordView) => topicRole(ladder, v.topic).kind === "retry";
 
   return async function processBatch(
@@ -143,11 +140,14 @@ export function createKafkaBatchProcessor<T>(
     context: Context,
     lambdaSignal?: AbortSignal,
   ): Promise<KafkaBatchResponse> {
-    const started = now();
     const views = readKafkaEvent(event);
-    const consumer = options.consumer ?? env.consumerName ?? context.functionName;
-    const dedup = idempotency.storeFor(consumer);
-    const deps = dedup && { dedup, payloadHashOf: idempotency.payloadHashOf, now };
+    const {
+      started,
+      consumer,
+      dedup,
+      claims: deps,
+      deadline,
+    } = openInvocation(consumerDeps, context, lambdaSignal);
     const routing = kafkaRouting({
       ladder,
       producer,
@@ -161,13 +161,12 @@ export function createKafkaBatchProcessor<T>(
       typeof context.getRemainingTimeInMillis === "function"
         ? context.getRemainingTimeInMillis()
         : Number.POSITIVE_INFINITY;
-    const deadline = lambdaDeadline(context, lambdaSignal);
     const plans = planBatch(
       views,
       await decodeRecords(views, (v) => toKafkaEnvelope(v, options)),
       deadline.signal,
     );
-    const fresh = (p: RecordPlan<KafkaRecordView, T>) => p.decoded.ok && p.copy.kind === "first";
+    const fresh = (p: Plan<T>) => p.decoded.ok && p.copy.kind === "first";
     if (deps && settings.claimAhead) claimAhead(plans, deps, (p) => fresh(p) && !isRetryTopic(p.record));
 
     /** A retry-topic record waits until it is due, or is left for a redelivery when it will not be in time. */
@@ -190,54 +189,26 @@ export function createKafkaBatchProcessor<T>(
       return undefined;
     };
 
-    const runRecord = async (p: RecordPlan<KafkaRecordView, T>): Promise<RecordOutcome> => {
-      const following = routing.follow(p);
-      if (following) return following;
-      if (!p.decoded.ok) return routing.fail(p, p.decoded.error);
-      if (p.copy.kind === "copy") {
-        telemetry.count(METRIC.inBatchDuplicates);
-        return done("duplicate");
-      }
-      const envelope = p.decoded.envelope;
-      if (p.copy.kind === "other-payload") {
-        const why = `'${envelope.id}' came twice in this batch with different payloads; this one waits for the first`;
-        return routing.fail(p, new InProgressElsewhereError(why));
-      }
-      const notDue = await untilDue(p.record);
-      if (notDue) return notDue;
-      if (envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
-      const ctx = { context, record: p.record, signal: p.signal };
-      if (deps) {
-        const verdict = await takeClaim(p, deps);
-        if (verdict.kind === "held" || verdict.kind === "failed") return routing.fail(p, verdict.error);
-        if (verdict.kind === "duplicate") {
-          telemetry.count(METRIC.duplicates);
-          const storedResult = idempotency.storedResultOf(verdict.storedResult);
-          const replied = await Promise.resolve(
-            options.onDuplicate?.(envelope, { ...ctx, storedResult }),
-          ).then(
-            () => undefined,
-            (error: unknown) => error,
-          );
-          return replied === undefined ? done("duplicate") : routing.fail(p, replied);
-        }
-      }
-      const effect = await runWithLease(
-        p,
-        deps,
-        {
-          resultToStore: idempotency.resultToStore,
-          onLeaseLost: () => telemetry.count(METRIC.leasesLost),
-          onRenewError: () => undefined, // the next check renews again
-          onReleaseError: (error) =>
-            routing.log("could not release the dedup lease", p.record, { error: describeError(error) }),
-        },
-        async () => handler(envelope, ctx),
-      );
-      if (!effect.ok) return routing.fail(p, effect.error);
-      telemetry.count(METRIC.processed);
-      return done("processed");
+    const run = {
+      claims: deps,
+      idempotency,
+      telemetry,
+      handler,
+      contextOf: (p: Plan<T>) => ({ context, record: p.record, signal: p.signal }),
+      fail: routing.fail,
+      onDuplicate: options.onDuplicate,
+      beforeClaim: async (p: Plan<T>, envelope: Envelope<T>) => {
+        const notDue = await untilDue(p.record);
+        if (!notDue && envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
+        return notDue;
+      },
+      onReleaseError: (p: Plan<T>, error: unknown) =>
+        routing.log("could not release the dedup lease", p.record, { error: describeError(error) }),
     };
+    // A follower of its key's retry path goes where its key went; bad input to the dead-letter topic.
+    const runRecord = (p: Plan<T>): Promise<RecordOutcome> | RecordOutcome =>
+      routing.follow(p) ??
+      (p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : routing.fail(p, p.decoded.error));
 
     const tasks = await runKeyed(
       plans.map((p) => ({
@@ -245,7 +216,7 @@ export function createKafkaBatchProcessor<T>(
           settings.ordering === "key"
             ? (keyLaneOf(p.record) ?? `${p.record.partitionKey}|∅`)
             : p.record.partitionKey,
-        run: () => runRecord(p),
+        run: async () => runRecord(p),
       })),
       { concurrency: settings.concurrency, canStart: () => remaining() > settings.timeMarginMs, stopsLane },
     );

@@ -6,18 +6,12 @@ import { decodeRecords, planBatch, type RecordPlan } from "../core/batchPlan.ts"
 import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { describeError, LeaseLostError } from "../core/errors.ts";
 import { runKeyed } from "../core/keyedScheduler.ts";
-import { lambdaDeadline } from "../core/lambdaDeadline.ts";
-import { done, outcomeOfTask, type RecordOutcome, stopsLane } from "../core/recordOutcome.ts";
+import { outcomeOfTask, type RecordOutcome, stopsLane } from "../core/recordOutcome.ts";
 import { createIdempotency, type DuplicateHandler, type IdempotencySetting } from "../dedup/idempotency.ts";
-import {
-  claimAhead,
-  releaseUnused,
-  runWithLease,
-  settleCompletions,
-  takeClaim,
-} from "../dedup/recordClaims.ts";
+import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
+import { openInvocation, runPlannedRecord } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { QueueResolver } from "./queueResolver.ts";
 import { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
@@ -84,6 +78,8 @@ export interface RecordContext {
 
 export type SqsRecordHandler<T> = (envelope: Envelope<T>, ctx: RecordContext) => Promise<unknown> | unknown;
 
+type Plan<T> = RecordPlan<SQSRecord, T>;
+
 /** Creates the per-container state (clients, caches, dedup stores) once; returns the per-batch function. */
 export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options: SqsConsumerOptions<T>) {
   const { sqsClient: sqs, telemetry } = options;
@@ -92,8 +88,9 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
   const now = options.now ?? Date.now;
   const resolver = new QueueResolver(sqs);
   const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
+  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
   const deadLetterUrl = options.deadLetterQueueUrl ?? env.dlqUrl;
-  const warn = (message: string) => (p: RecordPlan<SQSRecord, T>, error: unknown) =>
+  const warn = (message: string) => (p: Plan<T>, error: unknown) =>
     telemetry.logger.warn(message, { messageId: p.record.messageId, error });
 
   return async function processBatch(
@@ -101,12 +98,13 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     context: Context,
     lambdaSignal?: AbortSignal,
   ): Promise<SQSBatchResponse> {
-    const started = now();
     assertSqsEvent(event);
     const records = event.Records;
-    const consumer = options.consumer ?? env.consumerName ?? context.functionName;
-    const dedup = idempotency.storeFor(consumer);
-    const deps = dedup && { dedup, payloadHashOf: idempotency.payloadHashOf, now };
+    const { started, consumer, dedup, claims, deadline } = openInvocation(
+      consumerDeps,
+      context,
+      lambdaSignal,
+    );
     const settle = sqsSettlement({
       sqs,
       resolver,
@@ -116,7 +114,6 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       consumer,
       now,
     });
-    const deadline = lambdaDeadline(context, lambdaSignal);
     const plans = planBatch(
       records,
       await decodeRecords(records, (r) => toSqsEnvelope(r, options)),
@@ -124,51 +121,21 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     );
     let heartbeat: VisibilityHeartbeat | undefined;
 
-    // A record's run, from its claim to its outcome. Decided earlier: parked bad input, in-batch copies.
-    const runRecord = async (p: RecordPlan<SQSRecord, T>): Promise<RecordOutcome> => {
-      if (!p.decoded.ok) return settle.park(p.record, p.decoded.error);
-      if (p.copy.kind === "copy") {
-        telemetry.count(METRIC.inBatchDuplicates);
-        return done("duplicate");
-      }
-      const envelope = p.decoded.envelope;
-      if (p.copy.kind === "other-payload") {
-        const why = `'${envelope.id}' came twice in this batch with different payloads; this one waits for the first`;
-        return settle.fail(p.record, new InProgressElsewhereError(why));
-      }
-      const ctx = { context, record: p.record, signal: p.signal };
-      if (deps) {
-        const verdict = await takeClaim(p, deps);
-        if (verdict.kind === "held") return settle.fail(p.record, verdict.error, verdict.retryAtMs);
-        if (verdict.kind === "failed") return settle.fail(p.record, verdict.error);
-        if (verdict.kind === "duplicate") {
-          telemetry.count(METRIC.duplicates);
-          const storedResult = idempotency.storedResultOf(verdict.storedResult);
-          const replied = await Promise.resolve(
-            options.onDuplicate?.(envelope, { ...ctx, storedResult }),
-          ).then(
-            () => undefined,
-            (error: unknown) => error,
-          );
-          return replied === undefined ? done("duplicate") : settle.fail(p.record, replied);
-        }
-      }
-      const effect = await runWithLease(
-        p,
-        deps,
-        {
-          resultToStore: idempotency.resultToStore,
-          keepAlive: options.heartbeat !== false,
-          onLeaseLost: () => telemetry.count(METRIC.leasesLost),
-          onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
-          onReleaseError: (error) => warn("could not release the lease")(p, error),
-        },
-        async () => handler(envelope, ctx),
-      );
-      if (!effect.ok) return settle.fail(p.record, effect.error);
-      telemetry.count(METRIC.processed);
-      return done("processed");
+    const run = {
+      claims,
+      idempotency,
+      telemetry,
+      handler,
+      contextOf: (p: Plan<T>) => ({ context, record: p.record, signal: p.signal }),
+      fail: (p: Plan<T>, error: unknown, retryAtMs?: number) => settle.fail(p.record, error, retryAtMs),
+      onDuplicate: options.onDuplicate,
+      keepAlive: options.heartbeat !== false,
+      onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
+      onReleaseError: warn("could not release the lease"),
     };
+    // Bad input is parked; anything else runs the shared record stages.
+    const runRecord = (p: Plan<T>): Promise<RecordOutcome> =>
+      p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : settle.park(p.record, p.decoded.error);
 
     try {
       for (const p of plans)
@@ -178,8 +145,8 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       // Bad input is parked right away, before anything waits for a slot.
       await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
       heartbeat = await startHeartbeat(records[0]);
-      const claimable = (p: RecordPlan<SQSRecord, T>) => !p.outcome && p.copy.kind === "first";
-      if (deps) claimAhead(plans, deps, claimable);
+      const claimable = (p: Plan<T>) => !p.outcome && p.copy.kind === "first";
+      if (run.claims) claimAhead(plans, run.claims, claimable);
       for (const p of plans)
         if (claimable(p)) heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
       const tasks = await runKeyed(
