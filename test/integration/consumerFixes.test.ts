@@ -246,3 +246,38 @@ describe("issue 14 item 14: a Kafka lease renewal that lands after complete()", 
     slow.destroy();
   });
 });
+
+describe("issue 15 item 5: the Lambda deadline reaches each record's signal", () => {
+  it("a running record's signal aborts when the invocation runs out of time", async () => {
+    let reason: unknown = "not aborted";
+    const handler = sqsConsumer<{ id: string }>(
+      async (_envelope, { signal }) => {
+        reason = await new Promise((resolve) => {
+          signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
+          setTimeout(() => resolve("not aborted"), 2_000);
+        });
+      },
+      { idempotency: false, heartbeat: false, timeMarginMs: 0 },
+    );
+    const record = {
+      messageId: "m-1",
+      receiptHandle: "rh",
+      body: '{"id":"a"}',
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {},
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:deadline",
+      awsRegion: "us-east-1",
+    };
+    const deadline = Date.now() + 300;
+    const context = {
+      functionName: "f",
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    } as unknown as Parameters<typeof handler>[1];
+    // Middy answers with its early-timeout response (an error) just before the deadline.
+    await handler({ Records: [record] } as never, context).catch(() => undefined);
+    await sleep(100);
+    expect(reason).not.toBe("not aborted");
+  });
+});
