@@ -6,6 +6,7 @@ export {
   unpackAttributes,
 } from "../core/attributePacking.ts";
 export { parkInDeadLetterQueue } from "./deadLetter.ts";
+export { QueueNotFoundError } from "./errors.ts";
 export { type QueueInfo, QueueResolver } from "./queueResolver.ts";
 export {
   createSqsBatchProcessor,

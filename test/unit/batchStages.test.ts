@@ -24,8 +24,10 @@ import {
   stopsLane,
   unfinished,
 } from "../../lib/core/recordOutcome.ts";
+import * as api from "../../lib/index.ts";
 import * as kafkaErrors from "../../lib/kafka/errors.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
+import * as sqsErrors from "../../lib/sqs/errors.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
@@ -260,7 +262,7 @@ describe("defaults and environment, resolved once", () => {
 });
 
 describe("error names are literals (they survive a bundle minified without keepNames)", () => {
-  const modules = { ...coreErrors, ...kafkaErrors, ...outboxErrors };
+  const modules = { ...coreErrors, ...kafkaErrors, ...outboxErrors, ...sqsErrors };
   const classes = Object.entries(modules).filter(
     ([name, v]) => typeof v === "function" && /Error$/.test(name) && v.prototype instanceof Error,
   ) as Array<[string, new (message: string) => Error]>;
@@ -301,5 +303,16 @@ describe("SQS body limit (issue 14 item 12)", () => {
     await expect(toSqsEnvelope(record(big), {})).resolves.toMatchObject({ raw: big });
     const tooBig = JSON.stringify({ pad: "x".repeat(1_048_576) });
     await expect(toSqsEnvelope(record(tooBig), {})).rejects.toMatchObject({ name: "PayloadTooLargeError" });
+  });
+});
+
+describe("the new public API (added, nothing removed)", () => {
+  it("exports the defaults objects, the lease cadence and the new error types", () => {
+    expect(api.SQS_CONSUMER_DEFAULTS.concurrency).toBe(50);
+    expect(api.KAFKA_CONSUMER_DEFAULTS.concurrency).toBe(10);
+    expect(api.SQS_ENVELOPE_DEFAULTS.maxBodyBytes).toBe(1_048_576);
+    expect(api.LEASE_CADENCE.renewBelow).toBe(0.5);
+    expect(new api.HeldBackError("x").kind).toBe("transient");
+    expect(new api.ConsumerConfigError("x").name).toBe("ConsumerConfigError");
   });
 });
