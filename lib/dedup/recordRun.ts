@@ -8,8 +8,9 @@ import type { Context } from "aws-lambda";
 import type { RecordPlan } from "../core/batchPlan.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { InProgressElsewhereError } from "../core/errors.ts";
+import { runKeyed } from "../core/keyedScheduler.ts";
 import { lambdaDeadline } from "../core/lambdaDeadline.ts";
-import { done, type RecordOutcome } from "../core/recordOutcome.ts";
+import { done, outcomeOfTask, type RecordOutcome, stopsLane } from "../core/recordOutcome.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import type { DuplicateHandler, Idempotency } from "./idempotency.ts";
 import { type ClaimDeps, runWithLease, takeClaim } from "./recordClaims.ts";
@@ -106,4 +107,40 @@ export function openInvocation(
   const dedup = idempotency.storeFor(consumer);
   const claims: ClaimDeps | undefined = dedup && { dedup, payloadHashOf: idempotency.payloadHashOf, now };
   return { started: now(), consumer, dedup, claims, deadline: lambdaDeadline(context, lambdaSignal) };
+}
+
+/**
+ * Runs every plan through the keyed scheduler (an unfinished record stops its lane) and gives each
+ * one its outcome: what it returned, or, for one that never started, why (`OutOfTimeError`,
+ * `HeldBackError`). A record decided before the run (`outcome` already set) keeps its outcome.
+ */
+export async function runPlans<P extends RecordPlan<unknown, unknown>>(
+  plans: ReadonlyArray<P>,
+  options: {
+    readonly laneOf: (plan: P) => string | undefined;
+    readonly run: (plan: P) => Promise<RecordOutcome> | RecordOutcome;
+    readonly concurrency: number;
+    readonly canStart: () => boolean;
+    readonly telemetry: Telemetry;
+    /** A rejected run is a bug in our own code path; the record is never acked. */
+    readonly onBug: (plan: P, error: unknown) => void;
+  },
+): Promise<void> {
+  const tasks = await runKeyed(
+    plans.map((p) => ({
+      key: options.laneOf(p),
+      run: async () => {
+        p.outcome ??= await options.run(p);
+        return p.outcome;
+      },
+    })),
+    { concurrency: options.concurrency, canStart: options.canStart, stopsLane },
+  );
+  plans.forEach((p, i) => {
+    const task = tasks[i]!;
+    if (task.status === "rejected") options.onBug(p, task.reason);
+    if (p.outcome) return;
+    if (task.status === "skipped" && task.reason === "out-of-time") options.telemetry.count(METRIC.outOfTime);
+    p.outcome = outcomeOfTask(task);
+  });
 }

@@ -6,8 +6,7 @@ import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { describeError, LeaseLostError } from "../core/errors.ts";
-import { runKeyed } from "../core/keyedScheduler.ts";
-import { outcomeOfTask, type RecordOutcome, stopsLane, unfinished } from "../core/recordOutcome.ts";
+import { type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
 import {
   createIdempotency,
   type DuplicateHandler,
@@ -15,7 +14,7 @@ import {
   type IdempotencySetting,
 } from "../dedup/idempotency.ts";
 import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
-import { openInvocation, runPlannedRecord } from "../dedup/recordRun.ts";
+import { openInvocation, runPlannedRecord, runPlans } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { NotYetDueError } from "./errors.ts";
 import { type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
@@ -210,23 +209,16 @@ export function createKafkaBatchProcessor<T>(
       routing.follow(p) ??
       (p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : routing.fail(p, p.decoded.error));
 
-    const tasks = await runKeyed(
-      plans.map((p) => ({
-        key:
-          settings.ordering === "key"
-            ? (keyLaneOf(p.record) ?? `${p.record.partitionKey}|∅`)
-            : p.record.partitionKey,
-        run: async () => runRecord(p),
-      })),
-      { concurrency: settings.concurrency, canStart: () => remaining() > settings.timeMarginMs, stopsLane },
-    );
-    plans.forEach((p, i) => {
-      const task = tasks[i]!;
-      if (task.status === "skipped" && task.reason === "out-of-time") telemetry.count(METRIC.outOfTime);
-      // A rejected task is a bug in our own code path: never ack the record.
-      if (task.status === "rejected")
-        routing.log("unexpected error", p.record, { error: describeError(task.reason) });
-      p.outcome = outcomeOfTask(task);
+    await runPlans(plans, {
+      laneOf: (p) =>
+        settings.ordering === "key"
+          ? (keyLaneOf(p.record) ?? `${p.record.partitionKey}|∅`)
+          : p.record.partitionKey,
+      run: runRecord,
+      concurrency: settings.concurrency,
+      canStart: () => remaining() > settings.timeMarginMs,
+      telemetry,
+      onBug: (p, error) => routing.log("unexpected error", p.record, { error: describeError(error) }),
     });
     await releaseUnused(plans, dedup, (p, error) =>
       routing.log("could not release an unused dedup claim", p.record, { error: describeError(error) }),

@@ -7,17 +7,16 @@ import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { describeError, LeaseLostError } from "../core/errors.ts";
-import { runKeyed } from "../core/keyedScheduler.ts";
-import { outcomeOfTask, type RecordOutcome, stopsLane } from "../core/recordOutcome.ts";
+import type { RecordOutcome } from "../core/recordOutcome.ts";
 import { createIdempotency, type DuplicateHandler, type IdempotencySetting } from "../dedup/idempotency.ts";
 import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
-import { openInvocation, runPlannedRecord } from "../dedup/recordRun.ts";
+import { openInvocation, runPlannedRecord, runPlans } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { QueueResolver } from "./queueResolver.ts";
 import { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
 import { assertSqsEvent, parseQueueArn } from "./sqsEvent.ts";
 import { sqsSettlement } from "./sqsSettlement.ts";
-import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
+import type { HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
 export type { IdempotencyOptions } from "../dedup/idempotency.ts";
 
@@ -144,33 +143,23 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
       // Bad input is parked right away, before anything waits for a slot.
       await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
-      heartbeat = await startHeartbeat(records[0]);
+      heartbeat = await settle.startHeartbeat(records[0], {
+        dedup,
+        context,
+        started,
+        options: options.heartbeat,
+      });
       const claimable = (p: Plan<T>) => !p.outcome && p.copy.kind === "first";
       if (run.claims) claimAhead(plans, run.claims, claimable);
       for (const p of plans)
         if (claimable(p)) heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
-      const tasks = await runKeyed(
-        plans.map((p) => ({
-          key: fifo ? (p.record.attributes.MessageGroupId ?? "") : undefined,
-          run: async () => {
-            try {
-              p.outcome ??= await runRecord(p);
-              return p.outcome;
-            } finally {
-              heartbeat?.untrack(p.record.messageId);
-            }
-          },
-        })),
-        {
-          concurrency: settings.concurrency,
-          canStart: () => context.getRemainingTimeInMillis() > settings.timeMarginMs,
-          stopsLane,
-        },
-      );
-      plans.forEach((p, i) => {
-        if (!p.outcome && tasks[i]?.status === "skipped" && tasks[i].reason === "out-of-time")
-          telemetry.count(METRIC.outOfTime);
-        p.outcome ??= outcomeOfTask(tasks[i]!);
+      await runPlans(plans, {
+        laneOf: (p) => (fifo ? (p.record.attributes.MessageGroupId ?? "") : undefined),
+        run: (p) => runRecord(p).finally(() => heartbeat?.untrack(p.record.messageId)),
+        concurrency: settings.concurrency,
+        canStart: () => context.getRemainingTimeInMillis() > settings.timeMarginMs,
+        telemetry,
+        onBug: warn("unexpected error"),
       });
       await releaseUnused(plans, dedup, warn("could not release the lease"));
       // The effect happened: a record whose completion failed is acked all the same.
@@ -194,20 +183,5 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     const response = await settle.answer(plans);
     telemetry.count(METRIC.batchDurationMs, now() - started);
     return response;
-
-    async function startHeartbeat(first: SQSRecord | undefined) {
-      if (options.heartbeat === false || !first) return undefined;
-      const q = await settle.queueOf(first.eventSourceARN);
-      if (!q) return undefined;
-      const hbDeps = {
-        sqs,
-        queueUrl: q.url,
-        dedup,
-        remainingMs: () => context.getRemainingTimeInMillis(),
-        receivedAtMs: started,
-        telemetry,
-      };
-      return new VisibilityHeartbeat(hbDeps, q.visibilityTimeoutSeconds, options.heartbeat);
-    }
   };
 }

@@ -4,7 +4,7 @@
  * Built per invocation: its queue lookups are the invocation's own.
  */
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
+import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "../core/backoff.ts";
 import { mustRequeue, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
 import type { RecordPlan } from "../core/batchPlan.ts";
@@ -16,10 +16,12 @@ import {
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
 import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
+import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
+import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
 /** SQS's cap on DelaySeconds. */
 const MAX_DELAY_SECONDS = 900;
@@ -184,7 +186,35 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     return { batchItemFailures };
   }
 
-  return { queueOf, park, fail, requeueHealthy, answer };
+  /** One heartbeat for the batch: every unfinished record has been invisible since the receive. */
+  async function startHeartbeat(
+    first: SQSRecord | undefined,
+    batch: {
+      dedup: DedupStore | undefined;
+      context: Context;
+      started: number;
+      options: HeartbeatOptions | false | undefined;
+    },
+  ): Promise<VisibilityHeartbeat | undefined> {
+    if (batch.options === false || !first) return undefined;
+    const q = await queueOf(first.eventSourceARN);
+    if (!q) return undefined;
+    const { context } = batch;
+    return new VisibilityHeartbeat(
+      {
+        sqs,
+        queueUrl: q.url,
+        dedup: batch.dedup,
+        remainingMs: () => context.getRemainingTimeInMillis(),
+        receivedAtMs: batch.started,
+        telemetry,
+      },
+      q.visibilityTimeoutSeconds,
+      batch.options,
+    );
+  }
+
+  return { queueOf, park, fail, requeueHealthy, answer, startHeartbeat };
 }
 
 const delayOf = (o: RecordOutcome | undefined) => (o?.kind === "unfinished" ? o.delaySeconds : 0);
