@@ -5,8 +5,8 @@ import { decodeRecords, planBatch, type RecordPlan } from "../core/batchPlan.ts"
 import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { describeError, LeaseLostError } from "../core/errors.ts";
-import { type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
+import { describeError } from "../core/errors.ts";
+import type { RecordOutcome } from "../core/recordOutcome.ts";
 import {
   createIdempotency,
   type DuplicateHandler,
@@ -16,13 +16,12 @@ import {
 import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
 import { openInvocation, runPlannedRecord, runPlans } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { NotYetDueError } from "./errors.ts";
 import { type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { kafkaRouting, keyLaneOf } from "./kafkaRouting.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
 import type { KafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer } from "./producer.ts";
-import { createRetryLadder, dueDecision, type RetryLadder, topicRole } from "./retryLadder.ts";
+import { createRetryLadder, type RetryLadder, topicRole } from "./retryLadder.ts";
 
 export { KafkaBatchIncompleteError } from "./errors.ts";
 
@@ -132,6 +131,8 @@ export function createKafkaBatchProcessor<T>(
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
   const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
   const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
+  const maxDueWaitMs = options.maxDueWaitMs;
+  const routingDeps = { ...settings, ladder, producer, telemetry, now, sleep, maxDueWaitMs };
   const isRetryTopic = (v: KafkaRecordView) => topicRole(ladder, v.topic).kind === "retry";
 
   return async function processBatch(
@@ -147,15 +148,7 @@ export function createKafkaBatchProcessor<T>(
       claims: deps,
       deadline,
     } = openInvocation(consumerDeps, context, lambdaSignal);
-    const routing = kafkaRouting({
-      ladder,
-      producer,
-      telemetry,
-      consumer,
-      failureMode: settings.failureMode,
-      keyOrder: settings.keyOrder,
-      now,
-    });
+    const routing = kafkaRouting({ ...routingDeps, consumer });
     const remaining = () =>
       typeof context.getRemainingTimeInMillis === "function"
         ? context.getRemainingTimeInMillis()
@@ -168,26 +161,6 @@ export function createKafkaBatchProcessor<T>(
     const fresh = (p: Plan<T>) => p.decoded.ok && p.copy.kind === "first";
     if (deps && settings.claimAhead) claimAhead(plans, deps, (p) => fresh(p) && !isRetryTopic(p.record));
 
-    /** A retry-topic record waits until it is due, or is left for a redelivery when it will not be in time. */
-    const untilDue = async (view: KafkaRecordView): Promise<RecordOutcome | undefined> => {
-      const role = topicRole(ladder, view.topic);
-      if (role.kind !== "retry") return undefined;
-      const due = dueDecision({
-        recordTimestampMs: view.timestamp,
-        delayMs: role.delayMs,
-        nowMs: now(),
-        remainingMs: remaining(),
-        reserveMs: settings.timeMarginMs,
-        ...(options.maxDueWaitMs !== undefined ? { maxWaitMs: options.maxDueWaitMs } : {}),
-      });
-      if (due.kind === "not-yet") {
-        telemetry.count(METRIC.kafkaNotYetDue);
-        return unfinished(new NotYetDueError(`not due for another ${role.delayMs} ms at most`));
-      }
-      if (due.kind === "wait") await sleep(due.waitMs);
-      return undefined;
-    };
-
     const run = {
       claims: deps,
       idempotency,
@@ -197,7 +170,7 @@ export function createKafkaBatchProcessor<T>(
       fail: routing.fail,
       onDuplicate: options.onDuplicate,
       beforeClaim: async (p: Plan<T>, envelope: Envelope<T>) => {
-        const notDue = await untilDue(p.record);
+        const notDue = await routing.untilDue(p.record, remaining);
         if (!notDue && envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
         return notDue;
       },
@@ -224,21 +197,7 @@ export function createKafkaBatchProcessor<T>(
       routing.log("could not release an unused dedup claim", p.record, { error: describeError(error) }),
     );
     // Completions are fenced PartiQL UPDATEs, batched by the store: all of them land before we ack.
-    for (const { plan, error } of await settleCompletions(plans, dedup)) {
-      if (error instanceof LeaseLostError) {
-        // Someone took the key over: redelivered, the record meets their record, not ours.
-        telemetry.count(METRIC.leasesLost);
-        routing.log("completion failed; the record will be redelivered", plan.record, {
-          error: describeError(error),
-        });
-        plan.outcome = unfinished(error);
-        continue;
-      }
-      // The effect is applied and the key is still ours (throttling, a timeout): redelivering would
-      // only meet our own lease and then run the effect again. Acked, like the SQS consumer does.
-      telemetry.count(METRIC.transientFailures);
-      routing.log("effect applied but completion not recorded", plan.record, { error: describeError(error) });
-    }
+    routing.completionsFailed(await settleCompletions(plans, dedup));
     await routing.produce();
     deadline.dispose();
     telemetry.count(METRIC.batchDurationMs, now() - started);

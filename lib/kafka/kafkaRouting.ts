@@ -4,15 +4,15 @@
  * one produce request for everything routed, and the answer. Built per invocation.
  */
 import { createLaneGate, type RecordPlan } from "../core/batchPlan.ts";
-import { classifyError, describeError, InProgressElsewhereError } from "../core/errors.ts";
+import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { KafkaBatchIncompleteError, RouteProduceError } from "./errors.ts";
+import { KafkaBatchIncompleteError, NotYetDueError, RouteProduceError } from "./errors.ts";
 import type { KafkaRecordView } from "./mskEvent.ts";
 import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
-import { type RetryLadder, type Route, routeFailure, topicRole } from "./retryLadder.ts";
+import { dueDecision, type RetryLadder, type Route, routeFailure, topicRole } from "./retryLadder.ts";
 import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
 
 export interface KafkaRoutingDeps {
@@ -23,6 +23,9 @@ export interface KafkaRoutingDeps {
   readonly failureMode: "retry-topics" | "partial-batch";
   readonly keyOrder: boolean;
   readonly now: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly timeMarginMs: number;
+  readonly maxDueWaitMs: number | undefined;
 }
 
 type Plan = RecordPlan<KafkaRecordView, unknown>;
@@ -143,5 +146,47 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     return response;
   }
 
-  return { follow, fail, produce, answer, log };
+  /** A retry-topic record waits until it is due, or is left for a redelivery when it will not be in time. */
+  async function untilDue(
+    view: KafkaRecordView,
+    remainingMs: () => number,
+  ): Promise<RecordOutcome | undefined> {
+    const role = topicRole(ladder, view.topic);
+    if (role.kind !== "retry") return undefined;
+    const due = dueDecision({
+      recordTimestampMs: view.timestamp,
+      delayMs: role.delayMs,
+      nowMs: deps.now(),
+      remainingMs: remainingMs(),
+      reserveMs: deps.timeMarginMs,
+      ...(deps.maxDueWaitMs !== undefined ? { maxWaitMs: deps.maxDueWaitMs } : {}),
+    });
+    if (due.kind === "not-yet") {
+      telemetry.count(METRIC.kafkaNotYetDue);
+      return unfinished(new NotYetDueError(`not due for another ${role.delayMs} ms at most`));
+    }
+    if (due.kind === "wait") await deps.sleep(due.waitMs);
+    return undefined;
+  }
+
+  /** Records whose effect ran but whose completion failed. */
+  function completionsFailed(failed: ReadonlyArray<{ plan: Plan; error: unknown }>): void {
+    for (const { plan, error } of failed) {
+      if (error instanceof LeaseLostError) {
+        // Someone took the key over: redelivered, the record meets their record, not ours.
+        telemetry.count(METRIC.leasesLost);
+        log("completion failed; the record will be redelivered", plan.record, {
+          error: describeError(error),
+        });
+        plan.outcome = unfinished(error);
+        continue;
+      }
+      // The effect is applied and the key is still ours (throttling, a timeout): redelivering would
+      // only meet our own lease and then run the effect again. Acked, like the SQS consumer does.
+      telemetry.count(METRIC.transientFailures);
+      log("effect applied but completion not recorded", plan.record, { error: describeError(error) });
+    }
+  }
+
+  return { follow, fail, untilDue, completionsFailed, produce, answer, log };
 }

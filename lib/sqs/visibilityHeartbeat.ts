@@ -31,11 +31,11 @@ interface Tracked {
  * Keeps long records invisible (ChangeMessageVisibilityBatch, 10 per call, grouped across records)
  * and their dedup leases alive, so a long job is neither redelivered nor taken over while it runs.
  * The two have their own cadences: visibility is extended a third of the way into it, and a lease
- * on the cadence every consumer shares (`LEASE_CADENCE`: checked every third, renewed once half of
- * it is gone). The consumers themselves track records here for visibility only and keep their
- * leases with `keepLease`; leases passed to `track` are for direct users of this class. A lease is usually far shorter than the visibility timeout
- * (30 s against 6 × the function timeout), and a duplicate delivery may claim its key as soon as it
- * lapses. It never extends visibility past the Lambda's remaining time plus a margin (a dead
+ * is renewed on the cadence every consumer shares (`LEASE_CADENCE`: checked every third of its
+ * length, renewed once half of it is gone). A lease is usually far shorter than the visibility
+ * timeout (30 s against 6 × the function timeout), and a duplicate delivery may claim its key as
+ * soon as it lapses. The consumers track records here for visibility only and keep each running
+ * record's lease with `keepLease`; leases passed to `track` are for direct users of this class. It never extends visibility past the Lambda's remaining time plus a margin (a dead
  * invocation must let the message go) nor past SQS's 12-hour cap. Errors are counted, not thrown.
  */
 export class VisibilityHeartbeat {
