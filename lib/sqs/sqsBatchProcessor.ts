@@ -6,7 +6,6 @@ import { decodeRecords, planBatch, type RecordPlan } from "../core/batchPlan.ts"
 import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { describeError, LeaseLostError } from "../core/errors.ts";
 import type { RecordOutcome } from "../core/recordOutcome.ts";
 import { createIdempotency, type DuplicateHandler, type IdempotencySetting } from "../dedup/idempotency.ts";
 import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
@@ -89,6 +88,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
   const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
   const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
   const deadLetterUrl = options.deadLetterQueueUrl ?? env.dlqUrl;
+  const settlementDeps = { sqs, resolver, telemetry, backoff: settings.backoff, deadLetterUrl, now };
   const warn = (message: string) => (p: Plan<T>, error: unknown) =>
     telemetry.logger.warn(message, { messageId: p.record.messageId, error });
 
@@ -104,15 +104,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       context,
       lambdaSignal,
     );
-    const settle = sqsSettlement({
-      sqs,
-      resolver,
-      telemetry,
-      backoff: settings.backoff,
-      deadLetterUrl,
-      consumer,
-      now,
-    });
+    const settle = sqsSettlement({ ...settlementDeps, consumer });
     const plans = planBatch(
       records,
       await decodeRecords(records, (r) => toSqsEnvelope(r, options)),
@@ -162,14 +154,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
         onBug: warn("unexpected error"),
       });
       await releaseUnused(plans, dedup, warn("could not release the lease"));
-      // The effect happened: a record whose completion failed is acked all the same.
-      for (const { plan, error } of await settleCompletions(plans, dedup)) {
-        telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
-        telemetry.logger.error("effect applied but completion not recorded", {
-          messageId: plan.record.messageId,
-          error: describeError(error),
-        });
-      }
+      settle.completionsFailed(await settleCompletions(plans, dedup));
       await settle.requeueHealthy(plans, fifo);
     } catch (error) {
       // Outside record processing: fail only what did not finish.

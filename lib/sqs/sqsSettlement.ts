@@ -13,6 +13,7 @@ import {
   describeError,
   InProgressElsewhereError,
   isHealthyUnfinished,
+  LeaseLostError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
 import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
@@ -186,6 +187,19 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     return { batchItemFailures };
   }
 
+  /** The effect happened: a record whose completion failed is acked all the same (a retry would run it again). */
+  function completionsFailed(
+    failed: ReadonlyArray<{ plan: RecordPlan<SQSRecord, unknown>; error: unknown }>,
+  ) {
+    for (const { plan, error } of failed) {
+      telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
+      telemetry.logger.error("effect applied but completion not recorded", {
+        messageId: plan.record.messageId,
+        error: describeError(error),
+      });
+    }
+  }
+
   /** One heartbeat for the batch: every unfinished record has been invisible since the receive. */
   async function startHeartbeat(
     first: SQSRecord | undefined,
@@ -214,7 +228,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     );
   }
 
-  return { queueOf, park, fail, requeueHealthy, answer, startHeartbeat };
+  return { queueOf, park, fail, requeueHealthy, completionsFailed, answer, startHeartbeat };
 }
 
 const delayOf = (o: RecordOutcome | undefined) => (o?.kind === "unfinished" ? o.delaySeconds : 0);
