@@ -45,22 +45,21 @@ export function sqsAnswer(unfinished: ReadonlyArray<Unfinished<SqsRecordRef>>): 
 }
 
 /**
- * A healthy record (held elsewhere, held back, out of time) on its queue's last allowed receive is
- * sent again as a fresh copy and the original acked, so SQS's redrive does not dead-letter it
- * without it ever having run. Not on FIFO queues: a copy would go behind the group's later messages.
+ * What to do with a healthy record (held elsewhere, held back, out of time) on its queue's last
+ * allowed receive, where SQS's redrive would dead-letter it, without any context, before it ever ran:
+ * - `requeue` (standard queues): send it again as a fresh copy and ack the original;
+ * - `park` (FIFO queues, where a copy would go behind the group's later messages): park it in the
+ *   DLQ with its context (its error says it was healthy; `npm run dlq` redrives it with its id).
+ * `undefined`: hand it back as usual.
  */
-export function mustRequeue(input: {
+export function atLastReceive(input: {
   readonly outcome: RecordOutcome | undefined;
   readonly receiveCount: number;
   readonly maxReceiveCount: number | undefined;
   readonly fifo: boolean;
-}): boolean {
+}): "requeue" | "park" | undefined {
   const { outcome, receiveCount, maxReceiveCount, fifo } = input;
-  return (
-    !fifo &&
-    outcome?.kind === "unfinished" &&
-    isHealthyUnfinished(outcome.error) &&
-    maxReceiveCount !== undefined &&
-    receiveCount >= maxReceiveCount
-  );
+  if (outcome?.kind !== "unfinished" || !isHealthyUnfinished(outcome.error)) return undefined;
+  if (maxReceiveCount === undefined || receiveCount < maxReceiveCount) return undefined;
+  return fifo ? "park" : "requeue";
 }

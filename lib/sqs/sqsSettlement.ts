@@ -6,7 +6,7 @@
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "../core/backoff.ts";
-import { mustRequeue, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
 import type { RecordPlan } from "../core/batchPlan.ts";
 import {
   classifyError,
@@ -126,20 +126,24 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     return retry(record, error, wait);
   }
 
-  /** Sends fresh copies of healthy records on their last receive (see `mustRequeue`); acks the originals. */
+  /**
+   * Healthy records on their last receive (see `atLastReceive`): fresh copies on a standard queue,
+   * the originals acked; parked with their context on a FIFO queue.
+   */
   async function requeueHealthy(plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>, fifo: boolean) {
     const due: RecordPlan<SQSRecord, unknown>[] = [];
     for (const p of plans) {
       const q = await queueOf(p.record.eventSourceARN);
-      if (
-        mustRequeue({
-          outcome: p.outcome,
-          receiveCount: receiveCount(p.record),
-          maxReceiveCount: q?.maxReceiveCount,
-          fifo,
-        })
-      )
-        due.push(p);
+      const count = receiveCount(p.record);
+      const what = atLastReceive({
+        outcome: p.outcome,
+        receiveCount: count,
+        maxReceiveCount: q?.maxReceiveCount,
+        fifo,
+      });
+      if (what === "requeue") due.push(p);
+      if (what === "park" && p.outcome?.kind === "unfinished")
+        p.outcome = await park(p.record, p.outcome.error);
     }
     for (let i = 0; i < due.length; i += 10) {
       const chunk = due.slice(i, i + 10);

@@ -1,7 +1,7 @@
 /** The shared batch stages in lib/core, with no AWS: plans, copies, lanes, leases, answers, errors. */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { mustRequeue, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
 import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/core/batchPlan.ts";
 import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
 import { withDefaults } from "../../lib/core/defaults.ts";
@@ -217,17 +217,17 @@ describe("answers", () => {
     });
   });
 
-  it("requeues only a healthy record on its last receive, and never on FIFO (issue 14 item 8)", () => {
+  it("on its last receive a healthy record is requeued (standard) or parked with context (FIFO), a failed one is left alone (issue 14 item 8)", () => {
     const held = unfinished(new InProgressElsewhereError("held"));
-    const failed = unfinished(new TransientError("down"));
     const base = { receiveCount: 5, maxReceiveCount: 5, fifo: false };
-    expect(mustRequeue({ ...base, outcome: held })).toBe(true);
-    expect(mustRequeue({ ...base, outcome: unfinished(new HeldBackError("behind")) })).toBe(true);
-    expect(mustRequeue({ ...base, outcome: unfinished(new OutOfTimeError("late")) })).toBe(true);
-    expect(mustRequeue({ ...base, outcome: failed })).toBe(false);
-    expect(mustRequeue({ ...base, receiveCount: 4, outcome: held })).toBe(false);
-    expect(mustRequeue({ ...base, fifo: true, outcome: held })).toBe(false);
-    expect(mustRequeue({ ...base, maxReceiveCount: undefined, outcome: held })).toBe(false);
+    expect(atLastReceive({ ...base, outcome: held })).toBe("requeue");
+    expect(atLastReceive({ ...base, outcome: unfinished(new HeldBackError("behind")) })).toBe("requeue");
+    expect(atLastReceive({ ...base, outcome: unfinished(new OutOfTimeError("late")) })).toBe("requeue");
+    expect(atLastReceive({ ...base, fifo: true, outcome: held })).toBe("park");
+    expect(atLastReceive({ ...base, outcome: unfinished(new TransientError("down")) })).toBeUndefined();
+    expect(atLastReceive({ ...base, outcome: done("processed") })).toBeUndefined();
+    expect(atLastReceive({ ...base, receiveCount: 4, outcome: held })).toBeUndefined();
+    expect(atLastReceive({ ...base, maxReceiveCount: undefined, outcome: held })).toBeUndefined();
   });
 });
 
