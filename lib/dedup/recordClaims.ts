@@ -61,7 +61,7 @@ export async function takeClaim(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimVe
       retryAtMs: claim.leaseExpiresAtMs,
     };
   }
-  const held = plan.lease!;
+  const held = plan.lease ?? { lease: claim.lease, grantedMs: claim.lease.expiresAtMs - deps.now() };
   try {
     const lease = await renewIfAged(held.lease, held.grantedMs, renewer(deps.dedup), deps.now());
     plan.lease = { lease, grantedMs: held.grantedMs };

@@ -131,7 +131,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
    * the originals acked; parked with their context on a FIFO queue.
    */
   async function requeueHealthy(plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>, fifo: boolean) {
-    const due: RecordPlan<SQSRecord, unknown>[] = [];
+    const byQueue = new Map<string, RecordPlan<SQSRecord, unknown>[]>();
     for (const p of plans) {
       const q = await queueOf(p.record.eventSourceARN);
       const count = receiveCount(p.record);
@@ -141,34 +141,34 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
         maxReceiveCount: q?.maxReceiveCount,
         fifo,
       });
-      if (what === "requeue") due.push(p);
+      if (what === "requeue" && q) byQueue.set(q.url, [...(byQueue.get(q.url) ?? []), p]);
       if (what === "park" && p.outcome?.kind === "unfinished")
         p.outcome = await park(p.record, p.outcome.error);
     }
-    for (let i = 0; i < due.length; i += 10) {
-      const chunk = due.slice(i, i + 10);
-      const url = (await queueOf(chunk[0]!.record.eventSourceARN))!.url;
-      const out = await sqs
-        .send(
-          new SendMessageBatchCommand({
-            QueueUrl: url,
-            Entries: chunk.map((p, j) => ({
-              Id: String(j),
-              MessageBody: p.record.body,
-              DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.round(delayOf(p.outcome))),
-              MessageAttributes: toSdkAttributes(copyAttributes(p)),
-            })),
-          }),
-        )
-        .catch((error: unknown) => {
-          telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
-          return { Successful: [] };
-        });
-      for (const ok of out.Successful ?? []) {
-        const p = chunk[Number(ok.Id)]!;
-        p.outcome = done("requeued");
-        telemetry.count(METRIC.requeued);
-      }
+    for (const [url, due] of byQueue) {
+      for (let i = 0; i < due.length; i += 10) await requeue(url, due.slice(i, i + 10));
+    }
+  }
+
+  /** One SendMessageBatch of copies; only the entries SQS accepted are acked. */
+  async function requeue(url: string, chunk: ReadonlyArray<RecordPlan<SQSRecord, unknown>>) {
+    const entries = chunk.map((p, j) => ({
+      Id: String(j),
+      MessageBody: p.record.body,
+      DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.round(delayOf(p.outcome))),
+      MessageAttributes: toSdkAttributes(copyAttributes(p)),
+    }));
+    const out = await sqs
+      .send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }))
+      .catch((error: unknown) => {
+        telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
+        return { Successful: [] };
+      });
+    for (const ok of out.Successful ?? []) {
+      const p = chunk[Number(ok.Id)];
+      if (!p) continue;
+      p.outcome = done("requeued");
+      telemetry.count(METRIC.requeued);
     }
   }
 
