@@ -29,6 +29,11 @@ import { ConsumerRuleError, checkVisibilityTimeout, formatSeconds, type RetryPat
 export interface DedupWindowOwner {
   readonly window: Duration;
   addRetryPath(path: () => RetryPath): void;
+  /**
+   * The environment that makes the code write this window (the dedup table: `DEDUP_TABLE_NAME`
+   * and `DEDUP_WINDOW_SECONDS`), so the window synth checks is the one the library writes.
+   */
+  readonly windowEnvironment?: Readonly<Record<string, string>>;
 }
 
 export interface ConsumerFunctionProps {
@@ -319,6 +324,8 @@ export class ConsumerFunction extends Construct {
    * triggers added after this call.
    */
   useDedupWindow(owner: DedupWindowOwner): this {
+    for (const [name, value] of Object.entries(owner.windowEnvironment ?? {}))
+      this.addEnvironment(name, value);
     owner.addRetryPath(() => {
       if (this.triggerPaths.length === 0)
         return { consumer: this.consumerName, description: "no trigger", seconds: 0 };
