@@ -7,9 +7,11 @@
 export { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "./core/backoff.ts";
 export type { Envelope, KeySource, RecordSource } from "./core/envelope.ts";
 export {
+  ConsumerConfigError,
   ConsumerError,
   classifyError,
   type ErrorKind,
+  HeldBackError,
   InProgressElsewhereError,
   InvalidJsonError,
   KeyReuseError,
@@ -24,6 +26,7 @@ export {
   UnknownEventShapeError,
 } from "./core/errors.ts";
 export { CONTEXT_HEADERS, type FailureContext } from "./core/failureContext.ts";
+export { LEASE_CADENCE } from "./core/leaseKeeper.ts";
 export {
   type ClaimResult,
   createDedupStore,
@@ -31,12 +34,20 @@ export {
   type DedupStoreOptions,
   type Lease,
 } from "./dedup/dedupStore.ts";
-export { createIdempotency, type IdempotencyOptions, type IdempotencySetting } from "./dedup/idempotency.ts";
+export {
+  createIdempotency,
+  type DuplicateHandler,
+  type IdempotencyOptions,
+  type IdempotencySetting,
+} from "./dedup/idempotency.ts";
 export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS, DEDUP_TTL_ATTRIBUTE } from "./dedup/schema.ts";
+export { KAFKA_CONSUMER_DEFAULTS } from "./kafka/kafkaBatchProcessor.ts";
 export { getKafkaProducer, type KafkaProducer } from "./kafka/producer.ts";
 export { createRetryLadder, ladderFromRuntimeConfig, type RetryLadder } from "./kafka/retryLadder.ts";
 export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./middleware/kafkaConsumer.ts";
 export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./middleware/sqsConsumer.ts";
 export { createTelemetry, METRIC, type Telemetry, type TelemetryOptions } from "./observability/telemetry.ts";
 export { createInboxOutbox, createOutboxRelay, createOutboxSweeper, withUnitOfWork } from "./outbox/index.ts";
+export { SQS_CONSUMER_DEFAULTS } from "./sqs/sqsBatchProcessor.ts";
 export { createSqsClient } from "./sqs/sqsClient.ts";
+export { SQS_ENVELOPE_DEFAULTS } from "./sqs/sqsEnvelope.ts";

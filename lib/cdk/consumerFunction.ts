@@ -29,6 +29,11 @@ import { ConsumerRuleError, checkVisibilityTimeout, formatSeconds, type RetryPat
 export interface DedupWindowOwner {
   readonly window: Duration;
   addRetryPath(path: () => RetryPath): void;
+  /**
+   * The environment that makes the code write this window (the dedup table: `DEDUP_TABLE_NAME`
+   * and `DEDUP_WINDOW_SECONDS`), so the window synth checks is the one the library writes.
+   */
+  readonly windowEnvironment?: Readonly<Record<string, string>>;
 }
 
 export interface ConsumerFunctionProps {
@@ -36,7 +41,10 @@ export interface ConsumerFunctionProps {
   readonly entry: string;
   /** @default "handler" */
   readonly handler?: string;
-  /** The consumer's name: its dedup scope and `POWERTOOLS_SERVICE_NAME`. @default the construct id */
+  /**
+   * The consumer's name: its dedup scope (as `CONSUMER_NAME`, so a replaced function keeps its keys)
+   * and `POWERTOOLS_SERVICE_NAME`. @default the construct id
+   */
   readonly consumerName?: string;
   /** @default Duration.seconds(30) */
   readonly timeout?: Duration;
@@ -164,6 +172,7 @@ export class ConsumerFunction extends Construct {
       environment: {
         NODE_OPTIONS: "--enable-source-maps",
         [LAMBDA_ENV.powertoolsServiceName]: this.consumerName,
+        [LAMBDA_ENV.consumerName]: this.consumerName,
         [LAMBDA_ENV.powertoolsMetricsNamespace]: props.metricsNamespace ?? "ReliableConsumers",
         ...props.environment,
       },
@@ -315,6 +324,8 @@ export class ConsumerFunction extends Construct {
    * triggers added after this call.
    */
   useDedupWindow(owner: DedupWindowOwner): this {
+    for (const [name, value] of Object.entries(owner.windowEnvironment ?? {}))
+      this.addEnvironment(name, value);
     owner.addRetryPath(() => {
       if (this.triggerPaths.length === 0)
         return { consumer: this.consumerName, description: "no trigger", seconds: 0 };

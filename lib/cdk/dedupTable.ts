@@ -9,6 +9,7 @@ import {
   DEDUP_TABLE_ACTIONS,
   DEDUP_TTL_ATTRIBUTE,
 } from "../dedup/schema.ts";
+import { LAMBDA_ENV } from "./env.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface DedupTableProps {
@@ -36,6 +37,8 @@ export interface DedupTableProps {
 export class DedupTable extends Construct {
   readonly table: dynamodb.Table;
   readonly window: Duration;
+  /** What `ConsumerFunction.useDedupWindow` sets, so a consumer writes the window synth checks. */
+  readonly windowEnvironment: Readonly<Record<string, string>>;
   private readonly retryPaths: Array<() => RetryPath> = [];
 
   constructor(scope: Construct, id: string, props: DedupTableProps = {}) {
@@ -52,6 +55,10 @@ export class DedupTable extends Construct {
         : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
+    this.windowEnvironment = {
+      [LAMBDA_ENV.dedupTableName]: this.table.tableName,
+      [LAMBDA_ENV.dedupWindowSeconds]: String(this.window.toSeconds()),
+    };
     this.node.addValidation(
       dedupWindowValidation(
         this.node.path,

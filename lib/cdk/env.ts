@@ -8,6 +8,11 @@ export const LAMBDA_ENV = {
   dedupTableName: "DEDUP_TABLE_NAME",
   /** How long a dedup key is remembered (seconds): the TTL the dedup store writes. */
   dedupWindowSeconds: "DEDUP_WINDOW_SECONDS",
+  /**
+   * The consumer's name (`ConsumerFunction`'s `consumerName`): its default dedup scope and the
+   * `x-consumer` of what it parks. Stable across deploys, unlike the generated function name.
+   */
+  consumerName: "CONSUMER_NAME",
   appTableName: OUTBOX_ENV.tableName,
   ordersQueueUrl: "ORDERS_QUEUE_URL",
   ordersDlqUrl: "ORDERS_DLQ_URL",

@@ -4,10 +4,17 @@
  */
 export type ErrorKind = "permanent" | "transient";
 
+/**
+ * Every error class here sets a literal `name`: `x-last-error` and `npm run dlq -- --error-type`
+ * match on it, and a bundle minified without `keepNames` would rename `new.target.name`. Each one
+ * takes `{ cause }`, so a wrapped error keeps what went wrong underneath.
+ */
 export abstract class ConsumerError extends Error {
   abstract readonly kind: ErrorKind;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
+    // A user's own subclass (`class CardDeclined extends PermanentError {}`) keeps its class name;
+    // the library's classes below set theirs as literals, which survive minification.
     this.name = new.target.name;
   }
 }
@@ -15,51 +22,106 @@ export abstract class ConsumerError extends Error {
 /** Throw from a handler for a failure that no retry can fix (a business rule, a bad reference). */
 export class PermanentError extends ConsumerError {
   readonly kind = "permanent" as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    if (new.target === PermanentError) this.name = "PermanentError";
+  }
 }
 
 /** Throw from a handler to say explicitly that a retry may succeed. Any unknown error counts as this too. */
 export class TransientError extends ConsumerError {
   readonly kind = "transient" as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    if (new.target === TransientError) this.name = "TransientError";
+  }
 }
 
 /** The body is not valid JSON. */
-export class InvalidJsonError extends PermanentError {}
+export class InvalidJsonError extends PermanentError {
+  override name = "InvalidJsonError";
+}
 
 /** The body does not match the consumer's Standard Schema. `issues` lists what is wrong. */
 export class SchemaValidationError extends PermanentError {
+  override name = "SchemaValidationError";
   readonly issues: ReadonlyArray<{
     message: string;
     path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>;
   }>;
-  constructor(message: string, issues: SchemaValidationError["issues"]) {
-    super(message);
+  constructor(message: string, issues: SchemaValidationError["issues"], options?: { cause?: unknown }) {
+    super(message, options);
     this.issues = issues;
   }
 }
 
 /** No usable dedup key: the key function returned nothing and there is no fallback. */
-export class MissingIdError extends PermanentError {}
+export class MissingIdError extends PermanentError {
+  override name = "MissingIdError";
+}
 
 /** A body, header or value is larger than the consumer accepts. */
-export class PayloadTooLargeError extends PermanentError {}
+export class PayloadTooLargeError extends PermanentError {
+  override name = "PayloadTooLargeError";
+}
 
 /** Headers or key bytes that cannot be decoded. */
-export class MalformedRecordError extends PermanentError {}
+export class MalformedRecordError extends PermanentError {
+  override name = "MalformedRecordError";
+}
 
 /** The same dedup key arrived with a different payload: two messages collide on one key. */
-export class KeyReuseError extends PermanentError {}
+export class KeyReuseError extends PermanentError {
+  override name = "KeyReuseError";
+}
 
 /** The Lambda event is not of a shape this adapter understands. Thrown for the whole event. */
-export class UnknownEventShapeError extends PermanentError {}
+export class UnknownEventShapeError extends PermanentError {
+  override name = "UnknownEventShapeError";
+}
 
 /** Another invocation holds the lease on this key right now; retry later. */
-export class InProgressElsewhereError extends TransientError {}
+export class InProgressElsewhereError extends TransientError {
+  override name = "InProgressElsewhereError";
+}
 
 /** Our lease was taken over (it expired and someone else claimed), so we may not complete. */
-export class LeaseLostError extends TransientError {}
+export class LeaseLostError extends TransientError {
+  override name = "LeaseLostError";
+}
 
-/** There was not enough Lambda time left to start this record. */
-export class OutOfTimeError extends TransientError {}
+/**
+ * There was not enough Lambda time left to start this record, or the Lambda ran out of time while
+ * it ran (the reason its `signal` aborts with). The record is unfinished, not failed: it comes back.
+ */
+export class OutOfTimeError extends TransientError {
+  override name = "OutOfTimeError";
+}
+
+/**
+ * Not started because an earlier record of its lane (a FIFO message group, a Kafka partition or key)
+ * is unfinished: running it would overtake that record. Healthy; it comes back behind it.
+ */
+export class HeldBackError extends TransientError {
+  override name = "HeldBackError";
+}
+
+/** A setting the consumer needs (an environment variable, an option) is missing or invalid. */
+export class ConsumerConfigError extends Error {
+  override name = "ConsumerConfigError";
+}
+
+/**
+ * The reasons a record is unfinished although nothing is wrong with it: another invocation holds
+ * its key, it waits behind its lane, or time ran out. Such a record must not use up its retries.
+ */
+export function isHealthyUnfinished(error: unknown): boolean {
+  return (
+    error instanceof InProgressElsewhereError ||
+    error instanceof HeldBackError ||
+    error instanceof OutOfTimeError
+  );
+}
 
 /** Permanent if the error says so; everything unknown is treated as transient (retry, then DLQ). */
 export function classifyError(error: unknown): ErrorKind {

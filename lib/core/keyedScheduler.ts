@@ -24,13 +24,23 @@ export interface KeyedRunOptions {
   readonly canStart?: () => boolean;
 }
 
+export interface KeyedRunOptionsOf<T> extends KeyedRunOptions {
+  /**
+   * Whether a task's result stops its key's lane, as a rejection does (an unfinished record in a
+   * FIFO group or a Kafka partition). So callers return outcomes instead of throwing them: a
+   * rejected task then only ever means a bug. @default never
+   */
+  readonly stopsLane?: (value: T) => boolean;
+}
+
 export async function runKeyed<T>(
   tasks: ReadonlyArray<KeyedTask<T>>,
-  options: KeyedRunOptions = {},
+  options: KeyedRunOptionsOf<T> = {},
 ): Promise<TaskOutcome<T>[]> {
   const concurrency = Math.max(1, options.concurrency ?? 10);
   const stopKeyOnFailure = options.stopKeyOnFailure ?? true;
   const canStart = options.canStart ?? (() => true);
+  const stopsLane = options.stopsLane ?? (() => false);
   const outcomes: TaskOutcome<T>[] = new Array(tasks.length);
 
   // One lane per key, in order of first appearance; an unkeyed task is a lane of its own.
@@ -66,12 +76,16 @@ export async function runKeyed<T>(
           outcomes[index] = { status: "skipped", reason: "out-of-time" };
           continue;
         }
+        let stops: boolean;
         try {
-          outcomes[index] = { status: "fulfilled", value: await tasks[index]!.run() };
+          const value = await tasks[index]!.run();
+          outcomes[index] = { status: "fulfilled", value };
+          stops = stopsLane(value);
         } catch (reason) {
           outcomes[index] = { status: "rejected", reason };
-          failed = stopKeyOnFailure && tasks[index]!.key !== undefined;
+          stops = true;
         }
+        failed = stops && stopKeyOnFailure && tasks[index]!.key !== undefined;
       }
     }
   };

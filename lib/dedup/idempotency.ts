@@ -1,15 +1,34 @@
 import { createHash } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { type ConsumerEnv, readConsumerEnv } from "../core/consumerEnv.ts";
 import type { Envelope } from "../core/envelope.ts";
+import { ConsumerConfigError } from "../core/errors.ts";
 import { createDedupStore, type DedupStore, type DedupStoreOptions } from "./dedupStore.ts";
 
-/** A consumer's idempotency settings; `tableName` defaults to DEDUP_TABLE_NAME. */
+/**
+ * A consumer's idempotency settings. `tableName` defaults to `DEDUP_TABLE_NAME`, `windowSeconds`
+ * to `DEDUP_WINDOW_SECONDS` (the window the CDK constructs check against the retry paths), then
+ * `DEDUP_DEFAULTS`. `scope` defaults to the consumer's name (see `createIdempotency`).
+ */
 export interface IdempotencyOptions extends Partial<Omit<DedupStoreOptions, "client">> {
   /** Also reject a known key that arrives with a different payload (key reuse). `true` hashes the raw body. */
   readonly payloadHash?: boolean | ((envelope: Envelope) => string);
-  /** Keep the handler's return value (JSON, at most 4 KB) in the dedup record. @default false */
+  /**
+   * Keep the handler's return value (JSON, at most 4 KB) in the dedup record, and hand it to the
+   * consumer's `onDuplicate` when a duplicate of the record arrives (to answer it as the first run
+   * did). @default false
+   */
   readonly storeResult?: boolean;
 }
+
+/**
+ * A consumer's `onDuplicate`: called for a record the dedup store already has as done, with the
+ * first run's return value when `storeResult` kept it (else `undefined`).
+ */
+export type DuplicateHandler<T, C> = (
+  envelope: Envelope<T>,
+  ctx: C & { readonly storedResult: unknown },
+) => Promise<void> | void;
 
 /** Options, a shared store, or `false` for handlers that are idempotent by nature. */
 export type IdempotencySetting = IdempotencyOptions | DedupStore | false | undefined;
@@ -23,24 +42,49 @@ export interface Idempotency {
   payloadHashOf(envelope: Envelope): string | undefined;
   /** What to keep of a handler's result, when enabled and small enough. */
   resultToStore(result: unknown): string | undefined;
+  /** A stored result as the handler returned it (`undefined` when none was kept). */
+  storedResultOf(stored: string | undefined): unknown;
 }
 
-/** The per-container half of a consumer's idempotency: built once, used by every batch. */
-export function createIdempotency(setting: IdempotencySetting, client: DynamoDBClient): Idempotency {
+/**
+ * The per-container half of a consumer's idempotency: built once, used by every batch. The
+ * environment is read here, once, and a missing table fails here, when the handler is created.
+ *
+ * The scope (the consumer whose keys these are; two consumers of one event must both process it):
+ * `scope` if given, else the `defaultScope` the consumer passes, which is its `consumer` option or
+ * `CONSUMER_NAME` (set by `ConsumerFunction` from its `consumerName`, so it survives a deploy that
+ * replaces the function), and only outside the constructs, with neither set, the function name.
+ */
+export function createIdempotency(
+  setting: IdempotencySetting,
+  client: DynamoDBClient,
+  env: ConsumerEnv = readConsumerEnv(),
+): Idempotency {
   const stores = new Map<string, DedupStore>();
+  const shared = setting && "claim" in setting ? setting : undefined;
   const options = setting && !("claim" in setting) ? setting : undefined;
+  const tableName = options?.tableName ?? env.dedupTableName;
+  const windowSeconds = options?.windowSeconds ?? env.dedupWindowSeconds;
+  if (setting !== false && !shared && !tableName) {
+    throw new ConsumerConfigError(
+      "idempotency needs a table: set the DEDUP_TABLE_NAME environment variable, or idempotency.tableName (or idempotency: false)",
+    );
+  }
   return {
     storeFor(defaultScope) {
       if (setting === false) return undefined;
-      if (setting && "claim" in setting) return setting;
-      const tableName = options?.tableName ?? process.env.DEDUP_TABLE_NAME;
-      if (!tableName)
-        throw new Error("idempotency needs a table: set DEDUP_TABLE_NAME or idempotency.tableName");
+      if (shared) return shared;
       const scope = options?.scope ?? defaultScope;
       const id = `${tableName}/${scope}`;
       let store = stores.get(id);
       if (!store) {
-        store = createDedupStore({ ...options, tableName, scope, client });
+        store = createDedupStore({
+          ...options,
+          ...(windowSeconds !== undefined ? { windowSeconds } : {}),
+          tableName: tableName!,
+          scope,
+          client,
+        });
         stores.set(id, store);
       }
       return store;
@@ -61,6 +105,14 @@ export function createIdempotency(setting: IdempotencySetting, client: DynamoDBC
         return undefined;
       }
       return json !== undefined && json.length <= MAX_STORED_RESULT ? json : undefined;
+    },
+    storedResultOf(stored) {
+      if (stored === undefined) return undefined;
+      try {
+        return JSON.parse(stored);
+      } catch {
+        return undefined;
+      }
     },
   };
 }

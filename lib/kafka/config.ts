@@ -1,5 +1,6 @@
 import { generateAuthToken } from "aws-msk-iam-sasl-signer-js";
 import type { ISocketFactory, KafkaConfig, RetryOptions, SASLOptions } from "kafkajs";
+import { ConsumerConfigError } from "../core/errors.ts";
 
 /**
  * How to reach a Kafka cluster. Everything defaults from the environment, so the same code runs on
@@ -58,7 +59,7 @@ export function kafkaConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KafkaC
     .map((b) => b.trim())
     .filter(Boolean);
   if (brokers.length === 0) {
-    throw new Error("KAFKA_BROKERS is not set: expected a comma-separated list of host:port");
+    throw new ConsumerConfigError("KAFKA_BROKERS is not set: expected a comma-separated list of host:port");
   }
   const iamAuth = truthy(env.MSK_IAM_AUTH);
   return {
@@ -89,7 +90,8 @@ export function mskIamSasl(region: string): SASLOptions {
 export function toKafkaJsConfig(config: KafkaConnectionConfig): KafkaConfig {
   const iamAuth = config.iamAuth ?? false;
   const region = config.region ?? process.env.AWS_REGION;
-  if (iamAuth && !region) throw new Error("MSK IAM auth needs a region (AWS_REGION or config.region)");
+  if (iamAuth && !region)
+    throw new ConsumerConfigError("MSK IAM auth needs a region (AWS_REGION or config.region)");
   return {
     clientId: config.clientId ?? "reliable-consumers",
     brokers: [...config.brokers],

@@ -6,8 +6,10 @@ export {
   mskIamSasl,
   toKafkaJsConfig,
 } from "./config.ts";
+export { NotYetDueError, RouteProduceError } from "./errors.ts";
 export {
   createKafkaBatchProcessor,
+  KAFKA_CONSUMER_DEFAULTS,
   KafkaBatchIncompleteError,
   type KafkaConsumerOptions,
   type KafkaIdempotencyOptions,

@@ -25,6 +25,7 @@ export const PERMANENT_PROTOCOL_ERRORS: ReadonlySet<string> = new Set([
 
 /** A record the cluster will never accept. */
 export class KafkaPublishPermanentError extends PermanentError {
+  override name = "KafkaPublishPermanentError";
   readonly kafkaType: string | undefined;
   constructor(message: string, kafkaType: string | undefined, cause: unknown) {
     super(message, { cause });
@@ -34,6 +35,7 @@ export class KafkaPublishPermanentError extends PermanentError {
 
 /** A publish that may succeed later (connection, timeout, leadership, auth). */
 export class KafkaPublishTransientError extends TransientError {
+  override name = "KafkaPublishTransientError";
   readonly kafkaType: string | undefined;
   constructor(message: string, kafkaType: string | undefined, cause: unknown) {
     super(message, { cause });

@@ -8,6 +8,7 @@
  * so far), not from the topic name, so a ladder may repeat a delay (`["5s", "5s", "1m"]`): both 5 s
  * rungs share the `.retry.5s` topic.
  */
+import { ConsumerConfigError } from "../core/errors.ts";
 
 export interface RetryLadder {
   /** Delay of each rung, in milliseconds, in order. Empty: failures go straight to the DLQ. */
@@ -202,17 +203,19 @@ export function ladderFromRuntimeConfig(config: string | unknown): RetryLadder {
     deadLetterTopic?: unknown;
   };
   if (typeof c?.topic !== "string" || !Array.isArray(c.retries) || typeof c.deadLetterTopic !== "string") {
-    throw new Error("KAFKA_RETRY_LADDER must be { topic, retries: [{ topic, delayMs }], deadLetterTopic }");
+    throw new ConsumerConfigError(
+      "KAFKA_RETRY_LADDER must be { topic, retries: [{ topic, delayMs }], deadLetterTopic }",
+    );
   }
   const retries = c.retries as { topic?: unknown; delayMs?: unknown }[];
   const ladder = createRetryLadder({ delays: retries.map((r) => Number(r.delayMs)) });
   retries.forEach((r, i) => {
     const expected = retryTopicName(ladder, c.topic as string, ladder.delaysMs[i]!);
     if (r.topic !== expected)
-      throw new Error(`KAFKA_RETRY_LADDER: retry topic ${String(r.topic)} ≠ ${expected}`);
+      throw new ConsumerConfigError(`KAFKA_RETRY_LADDER: retry topic ${String(r.topic)} ≠ ${expected}`);
   });
   const dlq = deadLetterTopicName(ladder, c.topic);
   if (c.deadLetterTopic !== dlq)
-    throw new Error(`KAFKA_RETRY_LADDER: dead-letter topic ${c.deadLetterTopic} ≠ ${dlq}`);
+    throw new ConsumerConfigError(`KAFKA_RETRY_LADDER: dead-letter topic ${c.deadLetterTopic} ≠ ${dlq}`);
   return ladder;
 }

@@ -9,7 +9,9 @@ import type { Route } from "./retryLadder.ts";
  * The error recorded on a record that did not fail itself but followed an earlier record of its key
  * onto the retry path, so the key's order holds (the `keyOrder` option).
  */
-export class KeyOnRetryPathError extends TransientError {}
+export class KeyOnRetryPathError extends TransientError {
+  override name = "KeyOnRetryPathError";
+}
 
 const CONTEXT_NAMES: ReadonlySet<string> = new Set(Object.values(CONTEXT_HEADERS));
 

@@ -30,17 +30,18 @@ export type KafkaConsumerConfig<T> = Omit<
 export function kafkaBatchMiddleware(
   telemetry: Telemetry,
 ): MiddlewareObj<unknown, KafkaBatchResponse, Error, Context> {
+  // Named, so Middy's timing hooks (beforeMiddleware / afterMiddleware) can tell them apart.
   // Returns nothing on purpose: a Middy `after` that returns a value replaces the response (and
   // publishStoredMetrics may return the Metrics instance).
-  const publish = () => {
+  function kafkaBatchPublishMetrics(): void {
     telemetry.metrics.publishStoredMetrics();
-  };
+  }
   return {
-    before: (request) => {
+    before: function kafkaBatchAssertEvent(request) {
       readKafkaEvent(request.event);
     },
-    after: publish,
-    onError: publish,
+    after: kafkaBatchPublishMetrics,
+    onError: kafkaBatchPublishMetrics,
   };
 }
 
@@ -79,7 +80,10 @@ export function kafkaConsumer<T = unknown>(
     dynamodbClient: config.dynamodbClient ?? new DynamoDBClient({}),
     telemetry,
   });
-  return middy<unknown, KafkaBatchResponse, Error, Context>()
-    .use(kafkaBatchMiddleware(telemetry))
-    .handler((event, context) => process(event, context));
+  return (
+    middy<unknown, KafkaBatchResponse, Error, Context>()
+      .use(kafkaBatchMiddleware(telemetry))
+      // Middy 7 passes its abort signal (aborted just before the Lambda's time is up) to the handler.
+      .handler((event, context, { signal }) => process(event, context, signal))
+  );
 }

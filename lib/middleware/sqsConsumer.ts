@@ -30,14 +30,17 @@ export type SqsConsumerConfig<T> = Omit<
 export function sqsBatchMiddleware(
   telemetry: Telemetry,
 ): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+  // Named, so Middy's timing hooks (beforeMiddleware / afterMiddleware) can tell them apart.
   // Returns nothing on purpose: a value returned from a Middy hook becomes the response.
-  const publish = (): void => {
+  function sqsBatchPublishMetrics(): void {
     telemetry.metrics.publishStoredMetrics();
-  };
+  }
   return {
-    before: (request) => assertSqsEvent(request.event),
-    after: publish,
-    onError: publish,
+    before: function sqsBatchAssertEvent(request) {
+      assertSqsEvent(request.event);
+    },
+    after: sqsBatchPublishMetrics,
+    onError: sqsBatchPublishMetrics,
   };
 }
 
@@ -65,7 +68,10 @@ export function sqsConsumer<T = unknown>(
     dynamodbClient: config.dynamodbClient ?? new DynamoDBClient({}),
     telemetry,
   });
-  return middy<SQSEvent, SQSBatchResponse, Error, Context>()
-    .use(sqsBatchMiddleware(telemetry))
-    .handler((event, context) => process(event, context));
+  return (
+    middy<SQSEvent, SQSBatchResponse, Error, Context>()
+      .use(sqsBatchMiddleware(telemetry))
+      // Middy 7 passes its abort signal (aborted just before the Lambda's time is up) to the handler.
+      .handler((event, context, { signal }) => process(event, context, signal))
+  );
 }

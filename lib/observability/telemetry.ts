@@ -26,6 +26,8 @@ export const METRIC = {
   heartbeatExtensions: "HeartbeatExtensions",
   heartbeatErrors: "HeartbeatErrors",
   outOfTime: "NotStartedOutOfTime",
+  /** Healthy SQS records sent again as fresh copies on their last receive, instead of being dead-lettered unrun. */
+  requeued: "RequeuedHealthy",
   batchDurationMs: "BatchDuration",
   retried: "RoutedToRetry",
   deadLettered: "DeadLettered",

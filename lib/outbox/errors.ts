@@ -7,6 +7,7 @@ import { MalformedRecordError, PermanentError, TransientError } from "../core/er
 
 /** The unit does not fit one TransactWriteItems (100 actions, 4 MB, 400 KB per item). Nothing was written. */
 export class UnitOfWorkTooLargeError extends PermanentError {
+  override name = "UnitOfWorkTooLargeError";
   readonly actions: number;
   readonly estimatedBytes: number;
   constructor(message: string, actions: number, estimatedBytes: number) {
@@ -17,13 +18,16 @@ export class UnitOfWorkTooLargeError extends PermanentError {
 }
 
 /** The staged writes are not a valid transaction (two writes to one item, a missing key, a bad event). */
-export class UnitOfWorkInvalidError extends PermanentError {}
+export class UnitOfWorkInvalidError extends PermanentError {
+  override name = "UnitOfWorkInvalidError";
+}
 
 /**
  * A staged write's condition failed: a business rule said no. Handlers usually pass
  * `onConditionFailed` to throw their own typed error instead; this is the default.
  */
 export class BusinessConditionFailedError extends PermanentError {
+  override name = "BusinessConditionFailedError";
   /** The write's label (or `put#2`-style position) among the staged writes. */
   readonly label: string;
   /** The item as it was, when DynamoDB returned it (ReturnValuesOnConditionCheckFailure: ALL_OLD). */
@@ -36,13 +40,18 @@ export class BusinessConditionFailedError extends PermanentError {
 }
 
 /** Another transaction touched one of the items at the same time (TransactionConflict). Retry. */
-export class TransactionConflictError extends TransientError {}
+export class TransactionConflictError extends TransientError {
+  override name = "TransactionConflictError";
+}
 
 /** DynamoDB throttled the transaction (ThrottlingError, ProvisionedThroughputExceeded). Retry. */
-export class TransactionThrottledError extends TransientError {}
+export class TransactionThrottledError extends TransientError {
+  override name = "TransactionThrottledError";
+}
 
 /** DynamoDB rejected the transaction as invalid (ValidationError, item collection too large). */
 export class TransactionRejectedError extends PermanentError {
+  override name = "TransactionRejectedError";
   readonly reasons: ReadonlyArray<string>;
   constructor(message: string, reasons: ReadonlyArray<string>) {
     super(message);
@@ -51,19 +60,31 @@ export class TransactionRejectedError extends PermanentError {
 }
 
 /** A stream record reached the relay that is not an outbox event (the event-source filter is missing or wrong). */
-export class NotAnOutboxItemError extends PermanentError {}
+export class NotAnOutboxItemError extends PermanentError {
+  override name = "NotAnOutboxItemError";
+}
 
 /** An outbox item whose attributes are missing or of the wrong type. Parked, never dropped. */
-export class MalformedOutboxItemError extends MalformedRecordError {}
+export class MalformedOutboxItemError extends MalformedRecordError {
+  override name = "MalformedOutboxItemError";
+}
 
 /** The event names a destination that the relay has no route for. Parked. */
-export class UnknownDestinationError extends PermanentError {}
+export class UnknownDestinationError extends PermanentError {
+  override name = "UnknownDestinationError";
+}
 
 /** The destination refused this event for good (too large, invalid contents). Parked. */
-export class PublishRejectedError extends PermanentError {}
+export class PublishRejectedError extends PermanentError {
+  override name = "PublishRejectedError";
+}
 
 /** The destination could not take the event now (connection, throttling, a failed batch entry). Retried. */
-export class PublishFailedError extends TransientError {}
+export class PublishFailedError extends TransientError {
+  override name = "PublishFailedError";
+}
 
 /** The stream does not carry new images (StreamViewType KEYS_ONLY / OLD_IMAGE). A deployment error: the whole batch fails. */
-export class StreamViewTypeError extends PermanentError {}
+export class StreamViewTypeError extends PermanentError {
+  override name = "StreamViewTypeError";
+}

@@ -3,7 +3,8 @@ import type { SQSRecord } from "aws-lambda";
 import { type PlainAttribute, packAttributes } from "../core/attributePacking.ts";
 import { contextToHeaders, type FailureContext } from "../core/failureContext.ts";
 
-function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {
+/** A record's message attributes as they were sent. */
+export function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {
   const out: Record<string, PlainAttribute> = {};
   for (const [name, a] of Object.entries(record.messageAttributes ?? {})) {
     out[name] =

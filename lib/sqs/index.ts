@@ -6,16 +6,18 @@ export {
   unpackAttributes,
 } from "../core/attributePacking.ts";
 export { parkInDeadLetterQueue } from "./deadLetter.ts";
+export { QueueNotFoundError } from "./errors.ts";
 export { type QueueInfo, QueueResolver } from "./queueResolver.ts";
 export {
   createSqsBatchProcessor,
   type IdempotencyOptions,
   type RecordContext,
+  SQS_CONSUMER_DEFAULTS,
   type SqsConsumerOptions,
   type SqsRecordHandler,
 } from "./sqsBatchProcessor.ts";
 export { createSqsClient } from "./sqsClient.ts";
-export { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
+export { SQS_ENVELOPE_DEFAULTS, type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
 export { assertSqsEvent, parseQueueArn, type QueueRef } from "./sqsEvent.ts";
 export { changeVisibility, MAX_VISIBILITY_SECONDS, type VisibilityChange } from "./visibility.ts";
 export { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";

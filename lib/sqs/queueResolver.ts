@@ -1,4 +1,5 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { QueueNotFoundError } from "./errors.ts";
 import { parseQueueArn } from "./sqsEvent.ts";
 
 export interface QueueInfo {
@@ -38,7 +39,7 @@ export class QueueResolver {
     const out = await this.sqs.send(
       new GetQueueUrlCommand({ QueueName: ref.name, QueueOwnerAWSAccountId: ref.accountId }),
     );
-    if (!out.QueueUrl) throw new Error(`no URL for queue ${arn}`);
+    if (!out.QueueUrl) throw new QueueNotFoundError(`no URL for queue ${arn}`);
     return out.QueueUrl;
   }
 

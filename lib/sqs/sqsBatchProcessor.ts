@@ -1,407 +1,172 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSRecord } from "aws-lambda";
-import { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "../core/backoff.ts";
+import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
+import { type BackoffPolicy, DEFAULT_BACKOFF } from "../core/backoff.ts";
+import { decodeRecords, planBatch, type RecordPlan } from "../core/batchPlan.ts";
+import { readConsumerEnv } from "../core/consumerEnv.ts";
+import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
-import { failureContext } from "../core/failureContext.ts";
-import { runKeyed } from "../core/keyedScheduler.ts";
-import type { ClaimResult, Lease } from "../dedup/dedupStore.ts";
-import { createIdempotency, type IdempotencySetting } from "../dedup/idempotency.ts";
+import type { RecordOutcome } from "../core/recordOutcome.ts";
+import { createIdempotency, type DuplicateHandler, type IdempotencySetting } from "../dedup/idempotency.ts";
+import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
+import { openInvocation, runPlannedRecord, runPlans } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { parkInDeadLetterQueue } from "./deadLetter.ts";
-import { type QueueInfo, QueueResolver } from "./queueResolver.ts";
+import { QueueResolver } from "./queueResolver.ts";
 import { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
 import { assertSqsEvent, parseQueueArn } from "./sqsEvent.ts";
-import { changeVisibility, type VisibilityChange } from "./visibility.ts";
-import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
+import { sqsSettlement } from "./sqsSettlement.ts";
+import type { HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
 export type { IdempotencyOptions } from "../dedup/idempotency.ts";
 
+/** The SQS consumer's defaults, resolved once when it is created. */
+export const SQS_CONSUMER_DEFAULTS = {
+  /** Records in flight at once (FIFO groups still run in order). The SDK keeps 50 sockets per client, so more only queues. */
+  concurrency: 50,
+  /** Stop starting records when less Lambda time than this remains (ms). */
+  timeMarginMs: 5000,
+  /** Visibility backoff for transient failures: base 2 s, cap 900 s, full jitter. */
+  backoff: DEFAULT_BACKOFF as BackoffPolicy,
+};
+
 export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
   /**
-   * Dedup on DynamoDB; `tableName` defaults to DEDUP_TABLE_NAME and `scope` to the function name.
-   * Pass a DedupStore to share one, or `false` for handlers that are idempotent by nature.
+   * The consuming service: the default dedup scope and the `x-consumer` of what it parks.
+   * @default CONSUMER_NAME (set by `ConsumerFunction`), else the function name
+   */
+  readonly consumer?: string;
+  /**
+   * Dedup on DynamoDB; `tableName` defaults to DEDUP_TABLE_NAME, `windowSeconds` to
+   * DEDUP_WINDOW_SECONDS and `scope` to `consumer`. Pass a DedupStore to share one, or `false` for
+   * handlers that are idempotent by nature.
    */
   readonly idempotency?: IdempotencySetting;
-  /**
-   * Records in flight at once (FIFO groups still run in order). The SDK keeps 50 sockets per
-   * client, so more only queues. @default 50
-   */
+  /** @default SQS_CONSUMER_DEFAULTS.concurrency */
   readonly concurrency?: number;
-  /** Stop starting records when less Lambda time than this remains. @default 5000 ms */
+  /** @default SQS_CONSUMER_DEFAULTS.timeMarginMs */
   readonly timeMarginMs?: number;
-  /** Visibility backoff for transient failures. @default base 2 s, cap 900 s, full jitter */
+  /** @default SQS_CONSUMER_DEFAULTS.backoff */
   readonly backoff?: BackoffPolicy;
   /** Where permanent failures go. @default DLQ_URL, else the source queue's RedrivePolicy target */
   readonly deadLetterQueueUrl?: string;
-  /** Visibility heartbeat for long records. `false` turns it off. @default on */
+  /**
+   * Visibility heartbeat for long records; it also keeps their dedup leases alive (on the shared
+   * lease cadence, `LEASE_CADENCE`). `false` turns both off. @default on
+   */
   readonly heartbeat?: HeartbeatOptions | false;
+  /**
+   * Called for a record the dedup store already has as done, with the first run's return value
+   * when `idempotency.storeResult` kept it (to answer a duplicate as the first run did). A throw
+   * retries the record. Not called for a copy inside one batch (the first has not finished yet).
+   */
+  readonly onDuplicate?: DuplicateHandler<T, RecordContext>;
   readonly sqsClient: SQSClient;
   readonly dynamodbClient: DynamoDBClient;
   readonly telemetry: Telemetry;
+  /** Injectable clock (tests). */
+  readonly now?: () => number;
 }
 
 export interface RecordContext {
   readonly context: Context;
   readonly record: SQSRecord;
-  /** Aborted when this record's lease is lost to another consumer; stop side effects then. */
+  /** Aborts when this record's lease is lost to another consumer, or the Lambda runs out of time: stop side effects then. */
   readonly signal: AbortSignal;
 }
 
 export type SqsRecordHandler<T> = (envelope: Envelope<T>, ctx: RecordContext) => Promise<unknown> | unknown;
 
-type Outcome =
-  | { kind: "done"; why: "processed" | "duplicate" | "parked" }
-  | { kind: "retry"; delaySeconds: number; error: unknown };
+type Plan<T> = RecordPlan<SQSRecord, T>;
 
 /** Creates the per-container state (clients, caches, dedup stores) once; returns the per-batch function. */
 export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options: SqsConsumerOptions<T>) {
   const { sqsClient: sqs, telemetry } = options;
+  const settings = withDefaults(SQS_CONSUMER_DEFAULTS, options);
+  const env = readConsumerEnv();
+  const now = options.now ?? Date.now;
   const resolver = new QueueResolver(sqs);
-  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient);
-  const backoff = options.backoff ?? DEFAULT_BACKOFF;
-  const margin = options.timeMarginMs ?? 5000;
+  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
+  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
+  const deadLetterUrl = options.deadLetterQueueUrl ?? env.dlqUrl;
+  const settlementDeps = { sqs, resolver, telemetry, backoff: settings.backoff, deadLetterUrl, now };
+  const warn = (message: string) => (p: Plan<T>, error: unknown) =>
+    telemetry.logger.warn(message, { messageId: p.record.messageId, error });
 
-  return async function processBatch(event: unknown, context: Context): Promise<SQSBatchResponse> {
-    const started = Date.now();
+  return async function processBatch(
+    event: unknown,
+    context: Context,
+    lambdaSignal?: AbortSignal,
+  ): Promise<SQSBatchResponse> {
     assertSqsEvent(event);
     const records = event.Records;
-    const outcomes: (Outcome | undefined)[] = new Array(records.length);
-    const completions: Promise<void>[] = [];
-    const dedup = idempotency.storeFor(context.functionName);
-    const queues = new Map<string, Promise<QueueInfo | undefined>>();
-    const queueOf = (arn: string) => {
-      let q = queues.get(arn);
-      if (!q) {
-        q = resolver
-          .resolve(arn, { deadLetterUrl: options.deadLetterQueueUrl ?? process.env.DLQ_URL })
-          .catch((error) => {
-            telemetry.logger.error("could not resolve the source queue", { queueArn: arn, error });
-            return undefined;
-          });
-        queues.set(arn, q);
-      }
-      return q;
-    };
-    // One heartbeat for the batch: every unfinished record has been invisible since the receive.
+    const { started, consumer, dedup, claims, deadline } = openInvocation(
+      consumerDeps,
+      context,
+      lambdaSignal,
+    );
+    const settle = sqsSettlement({ ...settlementDeps, consumer });
+    const plans = planBatch(
+      records,
+      await decodeRecords(records, (r) => toSqsEnvelope(r, options)),
+      deadline.signal,
+    );
     let heartbeat: VisibilityHeartbeat | undefined;
-    const startHeartbeat = async (arn: string) => {
-      if (options.heartbeat === false) return;
-      const q = await queueOf(arn);
-      if (!q) return;
-      heartbeat = new VisibilityHeartbeat(
-        {
-          sqs,
-          queueUrl: q.url,
-          dedup,
-          remainingMs: () => context.getRemainingTimeInMillis(),
-          receivedAtMs: started,
-          telemetry,
-        },
-        q.visibilityTimeoutSeconds,
-        options.heartbeat,
-      );
-    };
 
-    const park = async (record: SQSRecord, error: unknown): Promise<Outcome> => {
-      const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
-      // An explicit DLQ needs no lookup, so parking still works when the source queue can't be resolved.
-      const explicit = options.deadLetterQueueUrl ?? process.env.DLQ_URL;
-      const deadLetterUrl = explicit ?? (await queueOf(record.eventSourceARN))?.deadLetterUrl;
-      if (!deadLetterUrl) {
-        telemetry.count(METRIC.parkFailures);
-        telemetry.logger.error("permanent failure but no dead-letter queue to park it in", {
-          messageId: record.messageId,
-          error: describeError(error),
-        });
-        return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error };
-      }
-      const firstReceive = Number(record.attributes.ApproximateFirstReceiveTimestamp);
-      try {
-        await parkInDeadLetterQueue(
-          sqs,
-          deadLetterUrl,
-          record,
-          failureContext({
-            error,
-            messageId: record.messageId,
-            consumer: context.functionName,
-            retryCount: attempt - 1,
-            previousFirstFailedAt:
-              attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
-            originalQueue: record.eventSourceARN,
-          }),
-        );
-      } catch (parkError) {
-        // Not parked means not acked: the record stays in the source queue.
-        telemetry.count(METRIC.parkFailures);
-        telemetry.logger.error("could not park a record in the DLQ", {
-          messageId: record.messageId,
-          error: parkError,
-        });
-        return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error: parkError };
-      }
-      telemetry.count(METRIC.permanentFailures);
-      telemetry.logger.warn("record parked in the dead-letter queue", {
-        messageId: record.messageId,
-        error: describeError(error),
-        ...(telemetry.logPayloads ? { body: record.body } : {}),
-      });
-      return { kind: "done", why: "parked" };
+    const run = {
+      claims,
+      idempotency,
+      telemetry,
+      handler,
+      contextOf: (p: Plan<T>) => ({ context, record: p.record, signal: p.signal }),
+      fail: (p: Plan<T>, error: unknown, retryAtMs?: number) => settle.fail(p.record, error, retryAtMs),
+      onDuplicate: options.onDuplicate,
+      keepAlive: options.heartbeat !== false,
+      onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
+      onReleaseError: warn("could not release the lease"),
     };
-
-    const fail = async (record: SQSRecord, error: unknown): Promise<Outcome> => {
-      const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
-      if (classifyError(error) === "permanent") return park(record, error);
-      // The queue's own redrive would move it without context; on the last allowed receive we park it ourselves.
-      const q = await queueOf(record.eventSourceARN);
-      if (q?.maxReceiveCount !== undefined && attempt >= q.maxReceiveCount) return park(record, error);
-      telemetry.count(
-        error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures,
-      );
-      telemetry.logger.warn("record failed; it will be retried", {
-        messageId: record.messageId,
-        attempt,
-        error: describeError(error),
-      });
-      return { kind: "retry", delaySeconds: fullJitterDelaySeconds(attempt, backoff), error };
-    };
-
-    type Claim = ClaimResult | { status: "error"; error: unknown } | { status: "same-id-other-payload" };
-    const leases = new Map<number, Lease>();
-    /** Each lease's length when it was granted. */
-    const grantedMs = new Map<number, number>();
-    const aborts = new Map<number, AbortController>();
-
-    const runOne = async (i: number, record: SQSRecord, envelope: Envelope<T>, claim: Claim | undefined) => {
-      if (claim?.status === "error") return fail(record, claim.error);
-      if (claim?.status === "same-id-other-payload") {
-        return fail(
-          record,
-          new InProgressElsewhereError(
-            `'${envelope.id}' came twice in this batch with different payloads; this one waits for the first`,
-          ),
-        );
-      }
-      if (claim?.status === "duplicate") {
-        telemetry.count(METRIC.duplicates);
-        return { kind: "done", why: "duplicate" } as const;
-      }
-      if (claim?.status === "in-progress") {
-        // Come back when the other holder's lease ends, not after a blind backoff.
-        const wait = Math.ceil((claim.leaseExpiresAtMs - Date.now()) / 1000) + 1;
-        const outcome = await fail(
-          record,
-          new InProgressElsewhereError(`'${envelope.id}' is being processed by another invocation`),
-        );
-        return outcome.kind === "retry"
-          ? { ...outcome, delaySeconds: Math.max(outcome.delaySeconds, wait) }
-          : outcome;
-      }
-      let lease = leases.get(i);
-      // A claim that waited long for a slot (and no heartbeat kept it) is renewed before the effect
-      // starts; if it lapsed and another invocation took the key, this one must not run.
-      if (dedup && lease) {
-        lease = heartbeat?.leaseOf(record.messageId) ?? lease;
-        const granted = grantedMs.get(i) ?? 0;
-        if (lease.expiresAtMs - Date.now() < granted / 2) {
-          try {
-            lease = await dedup.renew(lease, granted);
-            leases.set(i, lease);
-            heartbeat?.setLease(record.messageId, lease);
-          } catch (error) {
-            heartbeat?.untrack(record.messageId);
-            leases.delete(i);
-            return fail(
-              record,
-              error instanceof LeaseLostError
-                ? new InProgressElsewhereError(`'${envelope.id}' was claimed elsewhere while it waited`)
-                : error,
-            );
-          }
-        }
-      }
-      const signal = aborts.get(i)?.signal ?? new AbortController().signal;
-      let result: unknown;
-      try {
-        result = await handler(envelope, { context, record, signal });
-      } catch (error) {
-        heartbeat?.untrack(record.messageId);
-        if (dedup && lease) {
-          leases.delete(i);
-          await dedup.release(lease).catch((releaseError) =>
-            telemetry.logger.warn("could not release the lease", {
-              messageId: record.messageId,
-              error: releaseError,
-            }),
-          );
-        }
-        return fail(record, error);
-      }
-      // The effect happened: from here on nothing may release the lease or fail the record.
-      heartbeat?.untrack(record.messageId);
-      if (dedup && lease) {
-        leases.delete(i);
-        const done = dedup.complete(lease, idempotency.resultToStore(result));
-        // Not awaited here, so a slot is not held while the group fills; awaited before we answer.
-        completions.push(
-          done.catch((error) => {
-            telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
-            telemetry.logger.error("effect applied but completion not recorded", {
-              messageId: record.messageId,
-              error: describeError(error),
-            });
-          }),
-        );
-      }
-      telemetry.count(METRIC.processed);
-      return { kind: "done", why: "processed" } as const;
-    };
+    // Bad input is parked; anything else runs the shared record stages.
+    const runRecord = (p: Plan<T>): Promise<RecordOutcome> =>
+      p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : settle.park(p.record, p.decoded.error);
 
     try {
-      // 1. Normalise; bad input is parked right away. 2. Drop in-batch duplicates before any claim.
-      const envelopes: (Envelope<T> | undefined)[] = await Promise.all(
-        records.map((record, i) =>
-          toSqsEnvelope(record, options).catch(async (error) => {
-            outcomes[i] = await park(record, error);
-            return undefined;
-          }),
-        ),
-      );
-      const firstOfId = new Map<string, number>();
-      const sameIdOtherPayload = new Set<number>();
-      envelopes.forEach((envelope, i) => {
-        if (!envelope) return;
-        if (envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
-        const first = firstOfId.get(envelope.id);
-        if (first === undefined) firstOfId.set(envelope.id, i);
-        else if (envelopes[first]?.raw === envelope.raw) {
-          // A copy stays processed, in the queue, or parked whatever happens to the first, so this one can go.
-          outcomes[i] = { kind: "done", why: "duplicate" };
-          telemetry.count(METRIC.inBatchDuplicates);
-        } else {
-          // Same id, other payload: a duplicate or a key reuse, which only the store can tell once
-          // the first is done. So it comes back in a later delivery instead of being dropped here.
-          sameIdOtherPayload.add(i);
-        }
-      });
+      for (const p of plans)
+        if (p.decoded.ok && p.decoded.envelope.idSource === "broker")
+          telemetry.count(METRIC.brokerIdFallback);
       const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
-      if (fifo) {
-        // Bad input that could not be parked stays in its group, so the group's later records wait too.
-        const blocked = new Set<string>();
-        records.forEach((record, i) => {
-          const group = record.attributes.MessageGroupId ?? "";
-          if (outcomes[i]?.kind === "retry") blocked.add(group);
-          else if (!outcomes[i] && blocked.has(group))
-            outcomes[i] = { kind: "retry", delaySeconds: 0, error: "an earlier record of its group failed" };
-        });
-      }
-      const todo = records
-        .map((record, i) => ({ record, envelope: envelopes[i], i }))
-        .filter((t) => !outcomes[t.i]);
-
-      // 3. Claim every remaining key at once (new keys go out 25 to a request) and start each record
-      //    as soon as its own claim lands. The heartbeat keeps every unfinished record invisible, and
-      //    its lease alive, until the record finishes.
-      if (records.length > 0) await startHeartbeat(records[0]!.eventSourceARN);
-      const claims: Promise<Claim | undefined>[] = todo.map((t) => {
-        const abort = new AbortController();
-        aborts.set(t.i, abort);
-        const id = t.record.messageId;
-        if (sameIdOtherPayload.has(t.i)) return Promise.resolve({ status: "same-id-other-payload" } as const);
-        heartbeat?.track(id, t.record.receiptHandle, undefined, () =>
-          abort.abort(new LeaseLostError("lease lost")),
-        );
-        if (!dedup) return Promise.resolve(undefined);
-        return dedup.claim(t.envelope!.id, { payloadHash: idempotency.payloadHashOf(t.envelope!) }).then(
-          (claim): Claim => {
-            if (claim.status === "claimed") {
-              leases.set(t.i, claim.lease);
-              grantedMs.set(t.i, claim.lease.expiresAtMs - Date.now());
-              heartbeat?.setLease(id, claim.lease);
-            } else heartbeat?.untrack(id);
-            return claim;
-          },
-          (error): Claim => {
-            heartbeat?.untrack(id);
-            return { status: "error", error };
-          },
-        );
+      // Bad input is parked right away, before anything waits for a slot.
+      await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
+      heartbeat = await settle.startHeartbeat(records[0], {
+        dedup,
+        context,
+        started,
+        options: options.heartbeat,
       });
-
-      const results = await runKeyed(
-        todo.map((t, j) => ({
-          key: fifo ? (t.record.attributes.MessageGroupId ?? "") : undefined,
-          run: async () => {
-            const outcome = await runOne(t.i, t.record, t.envelope!, await claims[j]);
-            outcomes[t.i] = outcome;
-            // In a FIFO group a failure must stop the group's later records.
-            if (outcome.kind === "retry") throw outcome.error;
-            return outcome;
-          },
-        })),
-        {
-          concurrency: options.concurrency ?? 50,
-          canStart: () => context.getRemainingTimeInMillis() > margin,
-        },
-      );
-      results.forEach((r, j) => {
-        const i = todo[j]!.i;
-        if (r.status === "skipped") {
-          if (r.reason === "out-of-time") telemetry.count(METRIC.outOfTime);
-          outcomes[i] = { kind: "retry", delaySeconds: 0, error: r.reason };
-        } else if (r.status === "rejected" && !outcomes[i]) {
-          outcomes[i] = { kind: "retry", delaySeconds: 0, error: r.reason };
-        }
+      const claimable = (p: Plan<T>) => !p.outcome && p.copy.kind === "first";
+      if (run.claims) claimAhead(plans, run.claims, claimable);
+      for (const p of plans)
+        if (claimable(p)) heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
+      await runPlans(plans, {
+        laneOf: (p) => (fifo ? (p.record.attributes.MessageGroupId ?? "") : undefined),
+        run: (p) => runRecord(p).finally(() => heartbeat?.untrack(p.record.messageId)),
+        concurrency: settings.concurrency,
+        canStart: () => context.getRemainingTimeInMillis() > settings.timeMarginMs,
+        telemetry,
+        onBug: warn("unexpected error"),
       });
-      // Records that never started (time ran out, or an earlier record of their FIFO group failed)
-      // give their claims back, so their redelivery can run at once.
-      await Promise.all(claims);
-      await Promise.all(
-        [...leases].map(([i, lease]) =>
-          dedup?.release(lease).catch((error) =>
-            telemetry.logger.warn("could not release the lease", {
-              messageId: records[i]?.messageId,
-              error,
-            }),
-          ),
-        ),
-      );
-      await Promise.all(completions);
-      await dedup?.flush();
+      await releaseUnused(plans, dedup, warn("could not release the lease"));
+      settle.completionsFailed(await settleCompletions(plans, dedup));
+      await settle.requeueHealthy(plans, fifo);
     } catch (error) {
       // Outside record processing: fail only what did not finish.
       telemetry.logger.error("batch processing failed outside a record", { error });
-      await Promise.allSettled(completions);
-      await dedup?.flush().catch(() => undefined);
+      await settleCompletions(plans, dedup).catch(() => undefined);
     } finally {
       // Before the retry visibilities below: an extension landing after them would undo the backoff.
       await heartbeat?.stop();
+      deadline.dispose();
     }
-
-    const failures: SQSBatchItemFailure[] = [];
-    const changes = new Map<string, VisibilityChange[]>();
-    records.forEach((record, i) => {
-      const outcome = outcomes[i];
-      if (outcome?.kind === "done") return;
-      failures.push({ itemIdentifier: record.messageId });
-      const delay = outcome?.kind === "retry" ? outcome.delaySeconds : 0;
-      const list = changes.get(record.eventSourceARN) ?? [];
-      list.push({ id: record.messageId, receiptHandle: record.receiptHandle, seconds: delay });
-      changes.set(record.eventSourceARN, list);
-    });
-    // Space retries out by backoff instead of the queue's fixed visibility timeout.
-    await Promise.all(
-      [...changes].map(async ([arn, list]) => {
-        const q = await queueOf(arn);
-        if (!q) return;
-        const failed = await changeVisibility(sqs, q.url, list);
-        if (failed.length > 0)
-          telemetry.logger.warn("could not set retry visibility", { messageIds: failed });
-      }),
-    );
-    telemetry.count(METRIC.batchDurationMs, Date.now() - started);
-    return { batchItemFailures: failures };
+    const response = await settle.answer(plans);
+    telemetry.count(METRIC.batchDurationMs, now() - started);
+    return response;
   };
 }

@@ -15,9 +15,19 @@ export interface SqsEnvelopeOptions<T> {
   readonly schema?: StandardSchemaV1<unknown, T>;
   /** The business key: the best dedup key (survives producer resends and regenerated events). */
   readonly key?: (body: T, record: SQSRecord) => string | undefined;
-  /** Bodies larger than this are rejected as permanent errors. @default 262144 (SQS's limit) */
+  /** Bodies larger than this are rejected as permanent errors. @default SQS_ENVELOPE_DEFAULTS.maxBodyBytes */
   readonly maxBodyBytes?: number;
 }
+
+export const SQS_ENVELOPE_DEFAULTS = {
+  parse: "json" as "json" | "text",
+  /**
+   * 1 MiB (1,048,576 bytes): SQS's message size limit and the SQS trigger's, since they were raised
+   * from 256 KiB. A body the queue accepted is never parked as too large by default; set a lower
+   * limit to refuse bodies your handler cannot afford.
+   */
+  maxBodyBytes: 1_048_576,
+};
 
 function headersOf(record: SQSRecord): Record<string, string> {
   const out: Record<string, string> = {};
@@ -33,14 +43,14 @@ export async function toSqsEnvelope<T>(
   options: SqsEnvelopeOptions<T>,
 ): Promise<Envelope<T>> {
   const raw = record.body ?? "";
-  const maxBytes = options.maxBodyBytes ?? 262_144;
+  const maxBytes = options.maxBodyBytes ?? SQS_ENVELOPE_DEFAULTS.maxBodyBytes;
   if (Buffer.byteLength(raw, "utf8") > maxBytes) {
     throw new PayloadTooLargeError(
       `body is ${Buffer.byteLength(raw, "utf8")} bytes, over the ${maxBytes}-byte limit`,
     );
   }
   let body: unknown = raw;
-  if ((options.parse ?? "json") === "json") {
+  if ((options.parse ?? SQS_ENVELOPE_DEFAULTS.parse) === "json") {
     try {
       body = JSON.parse(raw);
     } catch (error) {

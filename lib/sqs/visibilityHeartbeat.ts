@@ -1,5 +1,6 @@
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { LeaseLostError } from "../core/errors.ts";
+import { checkIntervalMs, renewalDue } from "../core/leaseKeeper.ts";
 import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
@@ -30,9 +31,11 @@ interface Tracked {
  * Keeps long records invisible (ChangeMessageVisibilityBatch, 10 per call, grouped across records)
  * and their dedup leases alive, so a long job is neither redelivered nor taken over while it runs.
  * The two have their own cadences: visibility is extended a third of the way into it, and a lease
- * is renewed once half of it is gone. A lease is usually far shorter than the visibility timeout
- * (30 s against 6 × the function timeout), and a duplicate delivery may claim its key as soon as it
- * lapses. It never extends visibility past the Lambda's remaining time plus a margin (a dead
+ * is renewed on the cadence every consumer shares (`LEASE_CADENCE`: checked every third of its
+ * length, renewed once half of it is gone). A lease is usually far shorter than the visibility
+ * timeout (30 s against 6 × the function timeout), and a duplicate delivery may claim its key as
+ * soon as it lapses. The consumers track records here for visibility only and keep each running
+ * record's lease with `keepLease`; leases passed to `track` are for direct users of this class. It never extends visibility past the Lambda's remaining time plus a margin (a dead
  * invocation must let the message go) nor past SQS's 12-hour cap. Errors are counted, not thrown.
  */
 export class VisibilityHeartbeat {
@@ -94,7 +97,8 @@ export class VisibilityHeartbeat {
   private schedule(): void {
     if (this.timer || this.closed || this.tracked.size === 0) return;
     let every = this.afterMs / 2;
-    for (const t of this.tracked.values()) if (t.lease) every = Math.min(every, t.leaseLengthMs / 3);
+    for (const t of this.tracked.values())
+      if (t.lease) every = Math.min(every, checkIntervalMs(t.leaseLengthMs));
     this.timer = setTimeout(
       () => {
         this.timer = undefined;
@@ -144,7 +148,7 @@ export class VisibilityHeartbeat {
       const all = [...this.tracked.values()];
       const visibilityDue = now - this.visibleFromMs >= this.afterMs;
       const visibility = visibilityDue ? all : [];
-      const renewals = all.filter((t) => t.lease && t.lease.expiresAtMs - now < t.leaseLengthMs / 2);
+      const renewals = all.filter((t) => t.lease && renewalDue(t.lease, t.leaseLengthMs, now));
       if (visibility.length === 0 && renewals.length === 0) return;
       const { sqs, queueUrl, dedup, telemetry } = this.deps;
       const [failed] = await Promise.all([

@@ -1,0 +1,65 @@
+/**
+ * Turning a batch's outcomes into the trigger's answer. Pure: the adapters send what it returns.
+ */
+import { isHealthyUnfinished } from "./errors.ts";
+import type { RecordOutcome } from "./recordOutcome.ts";
+
+export interface Unfinished<R> {
+  readonly record: R;
+  readonly delaySeconds: number;
+}
+
+/** Every record not done, in batch order. A record with no outcome (a bug, a crash) is never acked. */
+export function unfinishedOf<R>(
+  plans: ReadonlyArray<{ readonly record: R; readonly outcome?: RecordOutcome | undefined }>,
+): Unfinished<R>[] {
+  return plans.flatMap((p) =>
+    p.outcome?.kind === "done" ? [] : [{ record: p.record, delaySeconds: p.outcome?.delaySeconds ?? 0 }],
+  );
+}
+
+export interface SqsRecordRef {
+  readonly messageId: string;
+  readonly receiptHandle: string;
+  readonly eventSourceARN: string;
+}
+
+export interface SqsAnswer {
+  readonly batchItemFailures: Array<{ itemIdentifier: string }>;
+  /** Per source queue ARN: the visibility each unfinished record gets (its retry delay). */
+  readonly visibility: Map<string, Array<{ id: string; receiptHandle: string; seconds: number }>>;
+}
+
+/** The partial batch response, plus the visibility changes that space the retries out. */
+export function sqsAnswer(unfinished: ReadonlyArray<Unfinished<SqsRecordRef>>): SqsAnswer {
+  const visibility: SqsAnswer["visibility"] = new Map();
+  for (const { record, delaySeconds } of unfinished) {
+    const list = visibility.get(record.eventSourceARN) ?? [];
+    list.push({ id: record.messageId, receiptHandle: record.receiptHandle, seconds: delaySeconds });
+    visibility.set(record.eventSourceARN, list);
+  }
+  return {
+    batchItemFailures: unfinished.map((u) => ({ itemIdentifier: u.record.messageId })),
+    visibility,
+  };
+}
+
+/**
+ * What to do with a healthy record (held elsewhere, held back, out of time) on its queue's last
+ * allowed receive, where SQS's redrive would dead-letter it, without any context, before it ever ran:
+ * - `requeue` (standard queues): send it again as a fresh copy and ack the original;
+ * - `park` (FIFO queues, where a copy would go behind the group's later messages): park it in the
+ *   DLQ with its context (its error says it was healthy; `npm run dlq` redrives it with its id).
+ * `undefined`: hand it back as usual.
+ */
+export function atLastReceive(input: {
+  readonly outcome: RecordOutcome | undefined;
+  readonly receiveCount: number;
+  readonly maxReceiveCount: number | undefined;
+  readonly fifo: boolean;
+}): "requeue" | "park" | undefined {
+  const { outcome, receiveCount, maxReceiveCount, fifo } = input;
+  if (outcome?.kind !== "unfinished" || !isHealthyUnfinished(outcome.error)) return undefined;
+  if (maxReceiveCount === undefined || receiveCount < maxReceiveCount) return undefined;
+  return fifo ? "park" : "requeue";
+}

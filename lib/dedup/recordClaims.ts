@@ -1,0 +1,171 @@
+/**
+ * The dedup stages both consumers share, over a batch plan: claim ahead, take the claim when the
+ * record starts (renewing an aged one), run the effect under a kept lease, give back what was not
+ * used, and wait for the completions. Talks to DynamoDB only through the `DedupStore`.
+ */
+import type { ClaimAnswer, RecordPlan } from "../core/batchPlan.ts";
+import type { Envelope } from "../core/envelope.ts";
+import { InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { keepLease, renewIfAged } from "../core/leaseKeeper.ts";
+import type { DedupStore, Lease } from "./dedupStore.ts";
+
+export interface ClaimDeps {
+  readonly dedup: DedupStore;
+  readonly payloadHashOf: (envelope: Envelope) => string | undefined;
+  readonly now: () => number;
+}
+
+/** What a record may do once its claim is in. */
+export type ClaimVerdict =
+  | { readonly kind: "run" }
+  | { readonly kind: "duplicate"; readonly storedResult: string | undefined }
+  /** Another invocation holds the key; `retryAtMs` is when its lease ends, when known. */
+  | { readonly kind: "held"; readonly error: InProgressElsewhereError; readonly retryAtMs?: number }
+  | { readonly kind: "failed"; readonly error: unknown };
+
+type AnyPlan = RecordPlan<unknown, unknown>;
+
+function claimOf(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimAnswer> {
+  if (!plan.decoded.ok) throw new TypeError("only a decoded record can be claimed");
+  const envelope = plan.decoded.envelope;
+  const payloadHash = deps.payloadHashOf(envelope);
+  return deps.dedup.claim(envelope.id, payloadHash ? { payloadHash } : {}).then(
+    (claim): ClaimAnswer => {
+      if (claim.status === "claimed")
+        plan.lease = { lease: claim.lease, grantedMs: claim.lease.expiresAtMs - deps.now() };
+      return claim;
+    },
+    (error: unknown): ClaimAnswer => ({ status: "error", error }),
+  );
+}
+
+/** Claims every eligible record's key at once; the store coalesces new keys into few requests. */
+export function claimAhead<P extends AnyPlan>(
+  plans: ReadonlyArray<P>,
+  deps: ClaimDeps,
+  eligible: (p: P) => boolean,
+) {
+  for (const plan of plans) if (eligible(plan)) plan.claim = claimOf(plan, deps);
+}
+
+/** The record's claim (taken ahead, or now), with an aged lease renewed before the effect starts. */
+export async function takeClaim(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimVerdict> {
+  const id = plan.decoded.ok ? plan.decoded.envelope.id : "";
+  const claim = await (plan.claim ?? claimOf(plan, deps));
+  if (claim.status === "error") return { kind: "failed", error: claim.error };
+  if (claim.status === "duplicate") return { kind: "duplicate", storedResult: claim.result };
+  if (claim.status === "in-progress") {
+    return {
+      kind: "held",
+      error: new InProgressElsewhereError(`'${id}' is being processed by another invocation`),
+      retryAtMs: claim.leaseExpiresAtMs,
+    };
+  }
+  const held = plan.lease ?? { lease: claim.lease, grantedMs: claim.lease.expiresAtMs - deps.now() };
+  try {
+    const lease = await renewIfAged(held.lease, held.grantedMs, renewer(deps.dedup), deps.now());
+    plan.lease = { lease, grantedMs: held.grantedMs };
+    return { kind: "run" };
+  } catch (error) {
+    plan.lease = undefined;
+    if (error instanceof LeaseLostError) {
+      return {
+        kind: "held",
+        error: new InProgressElsewhereError(`'${id}' was claimed elsewhere while it waited`, {
+          cause: error,
+        }),
+      };
+    }
+    return { kind: "failed", error };
+  }
+}
+
+const renewer = (dedup: DedupStore) => (lease: Lease, ms: number) => dedup.renew(lease, ms);
+
+export type EffectResult =
+  | { readonly ok: true; readonly result: unknown }
+  | { readonly ok: false; readonly error: unknown };
+
+export interface EffectHooks {
+  /** Keep the lease alive while the effect runs. @default true */
+  readonly keepAlive?: boolean;
+  /** What to keep of the result in the dedup record (`storeResult`). */
+  readonly resultToStore: (result: unknown) => string | undefined;
+  readonly onLeaseLost: (error: unknown) => void;
+  readonly onRenewError: (error: unknown) => void;
+  readonly onReleaseError: (error: unknown) => void;
+}
+
+/**
+ * Runs the effect while the lease is kept alive. A failed effect gives its key back at once, so a
+ * retry can claim it; a successful one starts its fenced completion (grouped with others, not
+ * awaited here, so a slot is not held while the group fills; awaited before the batch answers).
+ */
+export async function runWithLease(
+  plan: AnyPlan,
+  deps: ClaimDeps | undefined,
+  hooks: EffectHooks,
+  effect: () => Promise<unknown>,
+): Promise<EffectResult> {
+  const held = plan.lease;
+  const keeper =
+    deps && held && hooks.keepAlive !== false
+      ? keepLease({
+          lease: held.lease,
+          grantedMs: held.grantedMs,
+          renew: renewer(deps.dedup),
+          now: deps.now,
+          isLost: (error) => error instanceof LeaseLostError,
+          onLost: (error) => {
+            hooks.onLeaseLost(error);
+            plan.abort.abort(error);
+          },
+          onError: hooks.onRenewError,
+        })
+      : undefined;
+  let outcome: EffectResult;
+  try {
+    outcome = { ok: true, result: await effect() };
+  } catch (error) {
+    outcome = { ok: false, error };
+  }
+  keeper?.stop();
+  if (!deps || !held) return outcome;
+  const lease = keeper?.current() ?? held.lease;
+  plan.lease = undefined;
+  if (outcome.ok) plan.completion = deps.dedup.complete(lease, hooks.resultToStore(outcome.result));
+  else await deps.dedup.release(lease).catch(hooks.onReleaseError);
+  return outcome;
+}
+
+/**
+ * Claims of records that never reached their effect (skipped, held back, out of time, followers)
+ * are given back, so their redelivery or retry copy can claim at once.
+ */
+export async function releaseUnused<P extends AnyPlan>(
+  plans: ReadonlyArray<P>,
+  dedup: DedupStore | undefined,
+  onError: (plan: P, error: unknown) => void,
+): Promise<void> {
+  await Promise.all(plans.map((p) => p.claim));
+  await Promise.all(
+    plans.map(async (p) => {
+      const held = p.lease;
+      if (!dedup || !held) return;
+      p.lease = undefined;
+      await dedup.release(held.lease).catch((error: unknown) => onError(p, error));
+    }),
+  );
+}
+
+/** Waits for every completion; returns the records whose completion failed, with why. */
+export async function settleCompletions<P extends AnyPlan>(
+  plans: ReadonlyArray<P>,
+  dedup: DedupStore | undefined,
+): Promise<Array<{ plan: P; error: unknown }>> {
+  const pending = plans.filter((p) => p.completion);
+  if (!dedup || pending.length === 0) return [];
+  await dedup.flush().catch(() => undefined);
+  const settled = await Promise.allSettled(pending.map((p) => p.completion));
+  return settled.flatMap((r, k) => (r.status === "rejected" ? [{ plan: pending[k]!, error: r.reason }] : []));
+}

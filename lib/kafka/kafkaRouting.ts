@@ -1,0 +1,192 @@
+/**
+ * The Kafka adapter's side of the stages: where a failed record goes (a retry topic, the
+ * dead-letter topic, or back to Lambda in `partial-batch` mode), key order on the retry path, the
+ * one produce request for everything routed, and the answer. Built per invocation.
+ */
+import { createLaneGate, type RecordPlan } from "../core/batchPlan.ts";
+import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { CONTEXT_HEADERS } from "../core/failureContext.ts";
+import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { KafkaBatchIncompleteError, NotYetDueError, RouteProduceError } from "./errors.ts";
+import type { KafkaRecordView } from "./mskEvent.ts";
+import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.ts";
+import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
+import { dueDecision, type RetryLadder, type Route, routeFailure, topicRole } from "./retryLadder.ts";
+import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
+
+export interface KafkaRoutingDeps {
+  readonly ladder: RetryLadder;
+  readonly producer: KafkaProducer;
+  readonly telemetry: Telemetry;
+  readonly consumer: string;
+  readonly failureMode: "retry-topics" | "partial-batch";
+  readonly keyOrder: boolean;
+  readonly now: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly timeMarginMs: number;
+  readonly maxDueWaitMs: number | undefined;
+}
+
+type Plan = RecordPlan<KafkaRecordView, unknown>;
+
+function rawHeader(view: KafkaRecordView, name: string): string | undefined {
+  for (let i = view.headers.length - 1; i >= 0; i--) {
+    if (view.headers[i]!.name === name) return view.headers[i]!.value.toString("utf8");
+  }
+  return undefined;
+}
+
+function previousRetryCount(view: KafkaRecordView): number {
+  const n = Number(rawHeader(view, CONTEXT_HEADERS.retryCount) ?? 0);
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+/** A Kafka key's lane inside its partition; records without a key have none. */
+export const keyLaneOf = (v: KafkaRecordView) =>
+  v.keyBytes === null ? undefined : `${v.partitionKey}|${v.keyBytes.toString("base64")}`;
+
+export function kafkaRouting(deps: KafkaRoutingDeps) {
+  const { ladder, telemetry, consumer, failureMode } = deps;
+  const routes: { plan: Plan; route: Route; message: OutgoingMessage }[] = [];
+  // Once a key has a record on the retry path, its later records follow it there (key order).
+  const retryPath = createLaneGate<Route>();
+  const idOf = (p: Plan) => (p.decoded.ok ? p.decoded.envelope.id : undefined);
+  const log = (message: string, view: KafkaRecordView, extra: Record<string, unknown> = {}) =>
+    telemetry.logger.warn(message, {
+      consumer,
+      topic: view.topic,
+      partition: view.partition,
+      offset: view.offset,
+      ...extra,
+    });
+
+  function route(p: Plan, to: Route, error: unknown): RecordOutcome {
+    const message = routedMessage({
+      record: p.record,
+      route: to,
+      error,
+      messageId: idOf(p),
+      consumer,
+      now: new Date(deps.now()),
+    });
+    routes.push({ plan: p, route: to, message });
+    return done("routed");
+  }
+
+  /** The earlier record of this record's key that is on the retry path, if any. */
+  function follow(p: Plan): RecordOutcome | undefined {
+    const leader =
+      failureMode === "retry-topics" && deps.keyOrder ? retryPath.blockedBy(keyLaneOf(p.record)) : undefined;
+    if (leader?.kind !== "retry") return undefined;
+    telemetry.count(METRIC.kafkaFollowedKey);
+    const why = `an earlier record of this key is on the retry path (${leader.topic}); following it to keep key order`;
+    return route(p, { ...leader }, new KeyOnRetryPathError(why));
+  }
+
+  function fail(p: Plan, error: unknown): RecordOutcome {
+    const view = p.record;
+    const kind = classifyError(error);
+    telemetry.count(kind === "permanent" ? METRIC.permanentFailures : METRIC.transientFailures);
+    if (error instanceof InProgressElsewhereError) telemetry.count(METRIC.inProgressElsewhere);
+    log("record failed", view, { id: idOf(p), kind, error: describeError(error) });
+    if (failureMode === "partial-batch" && kind === "transient") return unfinished(error);
+    const baseTopic =
+      rawHeader(view, CONTEXT_HEADERS.originalTopic) ?? topicRole(ladder, view.topic).baseTopic;
+    // A record held elsewhere is contended, not failed: it does not use up a rung of the ladder.
+    const errorKind = error instanceof InProgressElsewhereError ? "contended" : kind;
+    const to = routeFailure({ ladder, baseTopic, previousRetryCount: previousRetryCount(view), errorKind });
+    if (failureMode === "partial-batch" && to.kind === "retry") return unfinished(error);
+    if (to.kind === "retry" && deps.keyOrder) retryPath.block(keyLaneOf(view), to);
+    return route(p, to, error);
+  }
+
+  /**
+   * Everything routed goes out in one produce request (order within each topic is batch order, so a
+   * key's records keep their order on the retry topic). If it fails, nothing routed is acked.
+   */
+  async function produce(): Promise<void> {
+    if (routes.length === 0) return;
+    const byTopic = new Map<string, OutgoingMessage[]>();
+    for (const r of routes) byTopic.set(r.route.topic, [...(byTopic.get(r.route.topic) ?? []), r.message]);
+    try {
+      await deps.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      for (const r of routes)
+        if (r.plan.outcome?.kind === "done")
+          telemetry.count(r.route.kind === "retry" ? METRIC.retried : METRIC.deadLettered);
+    } catch (error) {
+      telemetry.count(METRIC.parkFailures, routes.length);
+      telemetry.logger.error(
+        "could not produce to the retry / dead-letter topics; records will be redelivered",
+        {
+          consumer,
+          topics: [...byTopic.keys()],
+          records: routes.length,
+          error: describeError(error),
+        },
+      );
+      const why = new RouteProduceError("the retry / dead-letter produce failed", { cause: error });
+      for (const r of routes) r.plan.outcome = unfinished(why);
+    }
+  }
+
+  /** The partial batch response, or, with partial responses off, a throw that fails the batch whole. */
+  function answer(plans: ReadonlyArray<Plan>, reportBatchItemFailures: boolean): KafkaBatchResponse {
+    const views = plans.filter((p) => p.outcome?.kind !== "done").map((p) => p.record);
+    if (views.length > 0) telemetry.count(METRIC.kafkaReportedUnfinished, views.length);
+    const response = kafkaBatchResponse(views);
+    if (views.length > 0 && !reportBatchItemFailures) {
+      const which = response.batchItemFailures.map(
+        (f) => `${f.itemIdentifier.partition}@${f.itemIdentifier.offset}`,
+      );
+      throw new KafkaBatchIncompleteError(
+        `${views.length} of ${plans.length} records are unfinished (${which.join(", ")}); failing the batch so Lambda retries it`,
+      );
+    }
+    return response;
+  }
+
+  /** A retry-topic record waits until it is due, or is left for a redelivery when it will not be in time. */
+  async function untilDue(
+    view: KafkaRecordView,
+    remainingMs: () => number,
+  ): Promise<RecordOutcome | undefined> {
+    const role = topicRole(ladder, view.topic);
+    if (role.kind !== "retry") return undefined;
+    const due = dueDecision({
+      recordTimestampMs: view.timestamp,
+      delayMs: role.delayMs,
+      nowMs: deps.now(),
+      remainingMs: remainingMs(),
+      reserveMs: deps.timeMarginMs,
+      ...(deps.maxDueWaitMs !== undefined ? { maxWaitMs: deps.maxDueWaitMs } : {}),
+    });
+    if (due.kind === "not-yet") {
+      telemetry.count(METRIC.kafkaNotYetDue);
+      return unfinished(new NotYetDueError(`not due for another ${role.delayMs} ms at most`));
+    }
+    if (due.kind === "wait") await deps.sleep(due.waitMs);
+    return undefined;
+  }
+
+  /** Records whose effect ran but whose completion failed. */
+  function completionsFailed(failed: ReadonlyArray<{ plan: Plan; error: unknown }>): void {
+    for (const { plan, error } of failed) {
+      if (error instanceof LeaseLostError) {
+        // Someone took the key over: redelivered, the record meets their record, not ours.
+        telemetry.count(METRIC.leasesLost);
+        log("completion failed; the record will be redelivered", plan.record, {
+          error: describeError(error),
+        });
+        plan.outcome = unfinished(error);
+        continue;
+      }
+      // The effect is applied and the key is still ours (throttling, a timeout): redelivering would
+      // only meet our own lease and then run the effect again. Acked, like the SQS consumer does.
+      telemetry.count(METRIC.transientFailures);
+      log("effect applied but completion not recorded", plan.record, { error: describeError(error) });
+    }
+  }
+
+  return { follow, fail, untilDue, completionsFailed, produce, answer, log };
+}

@@ -1,0 +1,250 @@
+/**
+ * The SQS adapter's side of the stages: where a failed record goes (backoff, or parked with its
+ * context), the copies that spare a healthy record's receives, and the answer's visibility changes.
+ * Built per invocation: its queue lookups are the invocation's own.
+ */
+import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
+import { type BackoffPolicy, fullJitterDelaySeconds } from "../core/backoff.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
+import type { RecordPlan } from "../core/batchPlan.ts";
+import {
+  classifyError,
+  describeError,
+  InProgressElsewhereError,
+  isHealthyUnfinished,
+  LeaseLostError,
+} from "../core/errors.ts";
+import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
+import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
+import type { DedupStore } from "../dedup/dedupStore.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
+import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
+import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
+import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
+
+/** SQS's cap on DelaySeconds. */
+const MAX_DELAY_SECONDS = 900;
+
+export interface SqsSettlementDeps {
+  readonly sqs: SQSClient;
+  readonly resolver: QueueResolver;
+  readonly telemetry: Telemetry;
+  readonly backoff: BackoffPolicy;
+  /** An explicit DLQ (option or DLQ_URL) needs no lookup, so parking works when the source queue can't be resolved. */
+  readonly deadLetterUrl: string | undefined;
+  readonly consumer: string;
+  readonly now: () => number;
+}
+
+const receiveCount = (record: SQSRecord) => Number(record.attributes.ApproximateReceiveCount ?? 1);
+
+export function sqsSettlement(deps: SqsSettlementDeps) {
+  const { sqs, telemetry, backoff } = deps;
+  const queues = new Map<string, Promise<QueueInfo | undefined>>();
+  const queueOf = (arn: string) => {
+    let q = queues.get(arn);
+    if (!q) {
+      q = deps.resolver.resolve(arn, { deadLetterUrl: deps.deadLetterUrl }).catch((error) => {
+        telemetry.logger.error("could not resolve the source queue", { queueArn: arn, error });
+        return undefined;
+      });
+      queues.set(arn, q);
+    }
+    return q;
+  };
+  const retry = (record: SQSRecord, error: unknown, atLeastSeconds = 0) =>
+    unfinished(error, Math.max(fullJitterDelaySeconds(receiveCount(record), backoff), atLeastSeconds));
+
+  async function park(record: SQSRecord, error: unknown): Promise<RecordOutcome> {
+    const attempt = receiveCount(record);
+    const deadLetterUrl = deps.deadLetterUrl ?? (await queueOf(record.eventSourceARN))?.deadLetterUrl;
+    if (!deadLetterUrl) {
+      telemetry.count(METRIC.parkFailures);
+      telemetry.logger.error("permanent failure but no dead-letter queue to park it in", {
+        messageId: record.messageId,
+        error: describeError(error),
+      });
+      return retry(record, error);
+    }
+    const firstReceive = Number(record.attributes.ApproximateFirstReceiveTimestamp);
+    try {
+      await parkInDeadLetterQueue(
+        sqs,
+        deadLetterUrl,
+        record,
+        failureContext({
+          error,
+          messageId: record.messageId,
+          consumer: deps.consumer,
+          retryCount: attempt - 1,
+          previousFirstFailedAt:
+            attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
+          originalQueue: record.eventSourceARN,
+        }),
+      );
+    } catch (parkError) {
+      // Not parked means not acked: the record stays in the source queue.
+      telemetry.count(METRIC.parkFailures);
+      telemetry.logger.error("could not park a record in the DLQ", {
+        messageId: record.messageId,
+        error: parkError,
+      });
+      return retry(record, parkError);
+    }
+    telemetry.count(METRIC.permanentFailures);
+    telemetry.logger.warn("record parked in the dead-letter queue", {
+      messageId: record.messageId,
+      error: describeError(error),
+      ...(telemetry.logPayloads ? { body: record.body } : {}),
+    });
+    return done("parked");
+  }
+
+  /**
+   * Permanent errors are parked at once. A failed record on its last allowed receive is parked by
+   * us, with its context (the queue's own redrive would move it without any). A healthy one (held
+   * elsewhere, held back) is never parked: it did not fail.
+   */
+  async function fail(record: SQSRecord, error: unknown, retryAtMs?: number): Promise<RecordOutcome> {
+    if (classifyError(error) === "permanent") return park(record, error);
+    const attempt = receiveCount(record);
+    const q = await queueOf(record.eventSourceARN);
+    if (!isHealthyUnfinished(error) && q?.maxReceiveCount !== undefined && attempt >= q.maxReceiveCount)
+      return park(record, error);
+    telemetry.count(
+      error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures,
+    );
+    telemetry.logger.warn("record failed; it will be retried", {
+      messageId: record.messageId,
+      attempt,
+      error: describeError(error),
+    });
+    // Come back when the other holder's lease ends, not after a blind backoff.
+    const wait = retryAtMs === undefined ? 0 : Math.ceil((retryAtMs - deps.now()) / 1000) + 1;
+    return retry(record, error, wait);
+  }
+
+  /**
+   * Healthy records on their last receive (see `atLastReceive`): fresh copies on a standard queue,
+   * the originals acked; parked with their context on a FIFO queue.
+   */
+  async function requeueHealthy(plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>, fifo: boolean) {
+    const byQueue = new Map<string, RecordPlan<SQSRecord, unknown>[]>();
+    for (const p of plans) {
+      const q = await queueOf(p.record.eventSourceARN);
+      const count = receiveCount(p.record);
+      const what = atLastReceive({
+        outcome: p.outcome,
+        receiveCount: count,
+        maxReceiveCount: q?.maxReceiveCount,
+        fifo,
+      });
+      if (what === "requeue" && q) byQueue.set(q.url, [...(byQueue.get(q.url) ?? []), p]);
+      if (what === "park" && p.outcome?.kind === "unfinished")
+        p.outcome = await park(p.record, p.outcome.error);
+    }
+    for (const [url, due] of byQueue) {
+      for (let i = 0; i < due.length; i += 10) await requeue(url, due.slice(i, i + 10));
+    }
+  }
+
+  /** One SendMessageBatch of copies; only the entries SQS accepted are acked. */
+  async function requeue(url: string, chunk: ReadonlyArray<RecordPlan<SQSRecord, unknown>>) {
+    const entries = chunk.map((p, j) => ({
+      Id: String(j),
+      MessageBody: p.record.body,
+      DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.round(delayOf(p.outcome))),
+      MessageAttributes: toSdkAttributes(copyAttributes(p)),
+    }));
+    const out = await sqs
+      .send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }))
+      .catch((error: unknown) => {
+        telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
+        return { Successful: [] };
+      });
+    for (const ok of out.Successful ?? []) {
+      const p = chunk[Number(ok.Id)];
+      if (!p) continue;
+      p.outcome = done("requeued");
+      telemetry.count(METRIC.requeued);
+    }
+  }
+
+  /** The partial batch response; unfinished records get their retry delay as their visibility. */
+  async function answer(plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>): Promise<SQSBatchResponse> {
+    const { batchItemFailures, visibility } = sqsAnswer(unfinishedOf(plans));
+    await Promise.all(
+      [...visibility].map(async ([arn, changes]) => {
+        const q = await queueOf(arn);
+        if (!q) return;
+        const failed = await changeVisibility(
+          sqs,
+          q.url,
+          changes.map((c) => ({ ...c, seconds: Math.min(c.seconds, MAX_VISIBILITY_SECONDS) })),
+        );
+        if (failed.length > 0)
+          telemetry.logger.warn("could not set retry visibility", { messageIds: failed });
+      }),
+    );
+    return { batchItemFailures };
+  }
+
+  /** The effect happened: a record whose completion failed is acked all the same (a retry would run it again). */
+  function completionsFailed(
+    failed: ReadonlyArray<{ plan: RecordPlan<SQSRecord, unknown>; error: unknown }>,
+  ) {
+    for (const { plan, error } of failed) {
+      telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
+      telemetry.logger.error("effect applied but completion not recorded", {
+        messageId: plan.record.messageId,
+        error: describeError(error),
+      });
+    }
+  }
+
+  /** One heartbeat for the batch: every unfinished record has been invisible since the receive. */
+  async function startHeartbeat(
+    first: SQSRecord | undefined,
+    batch: {
+      dedup: DedupStore | undefined;
+      context: Context;
+      started: number;
+      options: HeartbeatOptions | false | undefined;
+    },
+  ): Promise<VisibilityHeartbeat | undefined> {
+    if (batch.options === false || !first) return undefined;
+    const q = await queueOf(first.eventSourceARN);
+    if (!q) return undefined;
+    const { context } = batch;
+    return new VisibilityHeartbeat(
+      {
+        sqs,
+        queueUrl: q.url,
+        dedup: batch.dedup,
+        remainingMs: () => context.getRemainingTimeInMillis(),
+        receivedAtMs: batch.started,
+        telemetry,
+      },
+      q.visibilityTimeoutSeconds,
+      batch.options,
+    );
+  }
+
+  return { queueOf, park, fail, requeueHealthy, completionsFailed, answer, startHeartbeat };
+}
+
+const delayOf = (o: RecordOutcome | undefined) => (o?.kind === "unfinished" ? o.delaySeconds : 0);
+
+/**
+ * The copy keeps the user's attributes; a dedup id that came from the broker (the messageId, which
+ * the copy will not share) rides along as `x-message-id`, which key resolution honours.
+ */
+function copyAttributes(p: RecordPlan<SQSRecord, unknown>) {
+  const attributes = plainAttributes(p.record);
+  const id = p.decoded.ok ? p.decoded.envelope : undefined;
+  if (id?.idSource === "broker" && attributes[CONTEXT_HEADERS.messageId] === undefined)
+    attributes[CONTEXT_HEADERS.messageId] = { DataType: "String", StringValue: id.id };
+  return attributes;
+}

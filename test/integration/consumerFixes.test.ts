@@ -1,0 +1,283 @@
+/**
+ * Issue 14, items 5, 7, 8, 13 and 14: what the SQS and Kafka consumers write and count, against
+ * fauxqs and DynamoDB Local. Each test failed before its fix.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
+import { createIdempotency } from "../../lib/dedup/idempotency.ts";
+import { dedupPk } from "../../lib/dedup/schema.ts";
+import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { getKafkaProducer } from "../../lib/kafka/producer.ts";
+import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
+import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
+import { METRIC } from "../../lib/observability/telemetry.ts";
+import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
+import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
+import { names } from "../support/names.ts";
+import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
+
+const name = names(import.meta.url);
+const table = name("dedup");
+const ddb = new DynamoDBClient({});
+const sqs = createSqsClient();
+const queues: TestQueue[] = [];
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+beforeAll(() => createDedupTable(ddb, table));
+afterAll(async () => {
+  await deleteTable(ddb, table);
+  await Promise.all(queues.map((q) => deleteQueues(sqs, q)));
+});
+
+const savedEnv = { ...process.env };
+afterEach(() => {
+  for (const k of ["DEDUP_TABLE_NAME", "DEDUP_WINDOW_SECONDS", "CONSUMER_NAME"]) {
+    if (savedEnv[k] === undefined) delete process.env[k];
+    else process.env[k] = savedEnv[k];
+  }
+});
+
+async function queue(what: string, options?: Parameters<typeof createQueueWithDlq>[2]) {
+  const q = await createQueueWithDlq(sqs, name(what), options);
+  queues.push(q);
+  return q;
+}
+
+const Msg = z.object({ id: z.string() });
+
+function kafkaEvent(topic: string, records: Array<{ offset: number; value: unknown; id?: string }>) {
+  return {
+    eventSource: "aws:kafka",
+    records: {
+      [`${topic}-0`]: records.map((r) => ({
+        topic,
+        partition: 0,
+        offset: r.offset,
+        timestamp: Date.now(),
+        timestampType: "CREATE_TIME",
+        key: b64("k"),
+        value: b64(JSON.stringify(r.value)),
+        headers: r.id ? [{ "message-id": [...Buffer.from(r.id)] }] : [],
+      })),
+    },
+  };
+}
+
+async function itemOf(scope: string, key: string) {
+  return (await ddb.send(new GetItemCommand({ TableName: table, Key: { pk: { S: dedupPk(scope, key) } } })))
+    .Item;
+}
+
+describe("issue 14 item 5: the dedup window written is the one the stack sets", () => {
+  it("createIdempotency reads DEDUP_WINDOW_SECONDS for the TTL it writes", async () => {
+    process.env.DEDUP_TABLE_NAME = table;
+    process.env.DEDUP_WINDOW_SECONDS = "3600";
+    const store = createIdempotency(undefined, ddb).storeFor(name("window"));
+    const before = Math.floor(Date.now() / 1000);
+    const claim = await store!.claim("w1");
+    expect(claim.status).toBe("claimed");
+    const expiresAt = Number((await itemOf(name("window"), "w1"))?.expiresAt?.N);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 3600);
+    expect(expiresAt).toBeLessThan(before + 3600 + 60);
+  });
+
+  it("a DEDUP_WINDOW_SECONDS that is not a positive whole number fails at handler creation", () => {
+    process.env.DEDUP_TABLE_NAME = table;
+    process.env.DEDUP_WINDOW_SECONDS = "15d";
+    expect(() => sqsConsumer(async () => undefined)).toThrow(/DEDUP_WINDOW_SECONDS/);
+  });
+
+  it("a missing DEDUP_TABLE_NAME fails when the handler is created, naming the variable", () => {
+    delete process.env.DEDUP_TABLE_NAME;
+    expect(() => sqsConsumer(async () => undefined)).toThrow(/DEDUP_TABLE_NAME/);
+  });
+});
+
+describe("issue 14 item 7: the dedup scope survives a function replacement", () => {
+  it("scopes by CONSUMER_NAME, not by the (generated) function name", async () => {
+    process.env.CONSUMER_NAME = name("payments");
+    let runs = 0;
+    const telemetry = recordingTelemetry();
+    const process_ = createKafkaBatchProcessor(
+      async () => {
+        runs++;
+      },
+      {
+        idempotency: { tableName: table },
+        producer: getKafkaProducer(),
+        dynamodbClient: ddb,
+        telemetry,
+      },
+    );
+    const event = kafkaEvent("orders", [{ offset: 1, value: { a: 1 }, id: "stable-1" }]);
+    await process_(event, lambdaContext(60_000, "Stack-PaymentConsumerABC123-1"));
+    // The function was replaced by a deploy: CloudFormation generated a new name.
+    await process_(event, lambdaContext(60_000, "Stack-PaymentConsumerDEF456-2"));
+    expect(runs).toBe(1);
+    expect(telemetry.counts[METRIC.duplicates]).toBe(1);
+    expect((await itemOf(name("payments"), "stable-1"))?.status?.S).toBe("COMPLETED");
+  });
+});
+
+describe("issue 14 item 13: storeResult hands a duplicate's stored result to the caller", () => {
+  it("onDuplicate receives the first run's result", async () => {
+    const q = await queue("stored");
+    const seen: unknown[] = [];
+    const handler = sqsConsumer<{ id: string }>(async ({ body }) => ({ receipt: `r-${body.id}` }), {
+      schema: Msg,
+      key: (m) => m.id,
+      idempotency: { tableName: table, scope: name("stored"), storeResult: true },
+      onDuplicate: (envelope, { storedResult }) => {
+        seen.push({ id: envelope.id, storedResult });
+      },
+    });
+    const trigger = { queueUrl: q.url, queueArn: q.arn, functionName: "f" };
+    await sendAll(sqs, q.url, [{ body: '{"id":"a"}' }]);
+    await invokeFromQueue(sqs, handler, trigger);
+    await sendAll(sqs, q.url, [{ body: '{"id":"a"}' }]);
+    const second = await invokeFromQueue(sqs, handler, trigger);
+    expect(second.failed).toEqual([]);
+    expect(seen).toEqual([{ id: "a", storedResult: { receipt: "r-a" } }]);
+  });
+});
+
+describe("issue 14 item 8: healthy SQS records do not use up their receives", () => {
+  it("a record held elsewhere past maxReceiveCount is not dead-lettered; it runs once the holder is done", async () => {
+    const q = await queue("held", { maxReceiveCount: 2 });
+    const scope = name("held");
+    // Another invocation holds the key throughout, renewing its 2 s lease as a long job would.
+    const holder = createDedupStore({ tableName: table, scope, client: ddb, leaseMs: 2_000 });
+    const held = await holder.claim("h1");
+    if (held.status !== "claimed") throw new Error(`expected to hold h1, got ${held.status}`);
+    let lease = held.lease;
+    const renewing = setInterval(() => {
+      void holder.renew(lease).then((l) => {
+        lease = l;
+      });
+    }, 500);
+    let runs = 0;
+    const telemetry = recordingTelemetry();
+    const handler = sqsConsumer<{ id: string }>(
+      async () => {
+        runs++;
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope },
+        backoff: { baseSeconds: 0, maxSeconds: 0 },
+        telemetry,
+      },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"h1"}' }]);
+    const trigger = { queueUrl: q.url, queueArn: q.arn, functionName: "f", waitSeconds: 5 };
+    try {
+      // Four deliveries while the key is held: twice the queue's maxReceiveCount.
+      for (let i = 0; i < 4; i++) {
+        const out = await invokeFromQueue(sqs, handler, trigger);
+        expect(out.received).toBe(1);
+        expect(out.failed.length + (telemetry.counts[METRIC.requeued] ?? 0)).toBeGreaterThan(0);
+      }
+    } finally {
+      clearInterval(renewing);
+    }
+    expect(runs).toBe(0);
+    expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(0);
+    await holder.release(lease);
+    let done = false;
+    for (let i = 0; i < 10 && !done; i++) {
+      const out = await invokeFromQueue(sqs, handler, trigger);
+      done = out.received === 1 && out.failed.length === 0;
+    }
+    expect(runs).toBe(1);
+    expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(0);
+    expect(telemetry.counts[METRIC.requeued]).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("issue 14 item 14: a Kafka lease renewal that lands after complete()", () => {
+  it("neither counts LeasesLost nor aborts the record's signal", async () => {
+    // Renewals (UpdateItem on our own key) are held back 600 ms, so one started near the end of
+    // the handler reaches DynamoDB after the completion has turned the item COMPLETED.
+    const slow = new DynamoDBClient({});
+    slow.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "UpdateItemCommand") {
+          const input = args.input as { UpdateExpression?: string };
+          if (
+            input.UpdateExpression?.includes("#lease = :lease") &&
+            !input.UpdateExpression.includes("#status")
+          )
+            await sleep(600);
+        }
+        return next(args);
+      },
+      { step: "initialize", name: "slowRenewals" },
+    );
+    const telemetry = recordingTelemetry();
+    let aborted = false;
+    const process_ = createKafkaBatchProcessor(
+      async (_envelope, { signal }) => {
+        signal.addEventListener("abort", () => {
+          aborted = true;
+        });
+        await sleep(1_150); // past the renewal check at a third of the 1.5 s lease
+      },
+      {
+        consumer: "late-renewal",
+        idempotency: { tableName: table, scope: name("late"), leaseMs: 1_500 },
+        producer: getKafkaProducer(),
+        dynamodbClient: slow,
+        telemetry,
+      },
+    );
+    const out = await process_(
+      kafkaEvent("late", [{ offset: 1, value: { a: 1 }, id: "late-1" }]),
+      lambdaContext(),
+    );
+    await sleep(1_000); // let the held-back renewal land
+    expect(out).toEqual({ batchItemFailures: [] });
+    expect(telemetry.counts[METRIC.leasesLost]).toBeUndefined();
+    expect(aborted).toBe(false);
+    slow.destroy();
+  });
+});
+
+describe("issue 15 item 5: the Lambda deadline reaches each record's signal", () => {
+  it("a running record's signal aborts when the invocation runs out of time", async () => {
+    let reason: unknown = "not aborted";
+    const handler = sqsConsumer<{ id: string }>(
+      async (_envelope, { signal }) => {
+        reason = await new Promise((resolve) => {
+          signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
+          setTimeout(() => resolve("not aborted"), 2_000);
+        });
+      },
+      { idempotency: false, heartbeat: false, timeMarginMs: 0 },
+    );
+    const record = {
+      messageId: "m-1",
+      receiptHandle: "rh",
+      body: '{"id":"a"}',
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {},
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:deadline",
+      awsRegion: "us-east-1",
+    };
+    const deadline = Date.now() + 300;
+    const context = {
+      functionName: "f",
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    } as unknown as Parameters<typeof handler>[1];
+    // Middy answers with its early-timeout response (an error) just before the deadline.
+    await handler({ Records: [record] } as never, context).catch(() => undefined);
+    await sleep(100);
+    expect(reason).not.toBe("not aborted");
+  });
+});
