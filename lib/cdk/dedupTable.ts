@@ -17,7 +17,7 @@ export interface DedupTableProps {
   /**
    * How long a key is remembered: the TTL the dedup store writes (passed to consumers as
    * `DEDUP_WINDOW_SECONDS`). Must be longer than the longest retry path of every consumer that
-   * uses the table; synth fails otherwise. @default DEDUP_DEFAULTS.windowSeconds (15 days)
+   * uses the table; synth fails otherwise. @default DEDUP_DEFAULTS.windowSeconds (30 days)
    */
   readonly window?: Duration;
   /** @default - AWS-owned key (DynamoDB default encryption) */

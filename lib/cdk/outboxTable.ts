@@ -18,6 +18,7 @@ import {
   OUTBOX_TTL_ATTRIBUTE,
 } from "../outbox/schema.ts";
 import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
+import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface OutboxTableProps {
@@ -140,6 +141,13 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
           "This queue is itself a dead-letter destination: the on-failure destination of the outbox relay's " +
           "stream mapping. It holds failure metadata for inspection and is not consumed, so it has no DLQ.",
       });
+      acknowledgeGuardRule(
+        onFailure,
+        CONTROL_TOWER_RULE.sqsDeadLetterQueue,
+        "This queue is itself a dead-letter destination (the relay stream mapping's on-failure destination, " +
+          "written by Lambda, not by an SQS redrive): it is not consumed, so it needs no DLQ, and no queue " +
+          "redrives into it, so a redrive-allow policy would name no source.",
+      );
     }
     this.relayFailures = onFailure;
     const source = new DynamoEventSource(this.table, {

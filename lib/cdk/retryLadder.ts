@@ -125,12 +125,20 @@ export function ladderRuntimeConfig(d: RetryLadderDeclaration): RetryLadderRunti
   };
 }
 
-/** The longest time after a first failure that a record of this ladder can reach the consumer. */
-export function ladderRetryPathSeconds(d: RetryLadderDeclaration): number {
-  const stages: KafkaLadderStage[] = ladderTopics(d).map((t) => ({
+/**
+ * The longest time after a first failure that a record of this ladder can reach the consumer. The
+ * dead-letter topic's records are replayed (`dlq replay`) into the main topic as new records, so
+ * that stage counts the main topic's retention too.
+ */
+export function ladderRetryPathSeconds(d: RetryLadderDeclaration): number | undefined {
+  const topics = ladderTopics(d);
+  const retentionOf = (t: KafkaTopicSpec) => Number(t.configs["retention.ms"]) / 1000;
+  const mainRetention = retentionOf(topics[0]!);
+  const stages: KafkaLadderStage[] = topics.map((t) => ({
     topic: t.name,
     delaySeconds: t.delaySeconds,
-    retentionSeconds: Number(t.configs["retention.ms"]) / 1000,
+    retentionSeconds: retentionOf(t),
+    ...(t.role === "dead-letter" ? { replayedIntoRetentionSeconds: mainRetention } : {}),
   }));
   return kafkaRetryPathSeconds(stages, d.plannedReplaySeconds ?? 0);
 }

@@ -2,6 +2,7 @@ import { App, type Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { buildApp } from "../../infra/app.ts";
+import { ConsumerRuleError } from "../../lib/cdk/rules.ts";
 
 /** An app that skips esbuild bundling (the bundle test builds the real bundles once). */
 export function testApp(context: Record<string, unknown> = {}): App {
@@ -35,4 +36,19 @@ export function acknowledgements(root: Stack | App): Array<{ path: string; id: s
     }
   }
   return out;
+}
+
+/**
+ * The stable code of the `ConsumerRuleError` that `fn` throws, or the codes in a synth error that
+ * collected construct validations (each message starts with `[code]`); `undefined` if none.
+ */
+export function ruleCodeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConsumerRuleError) return error.code;
+    const codes = [...String((error as Error).message).matchAll(/\[([A-Za-z]+)\] /g)].map((m) => m[1]);
+    return codes.length > 0 ? [...new Set(codes)].join(",") : `not a rule error: ${(error as Error).message}`;
+  }
+  return undefined;
 }
