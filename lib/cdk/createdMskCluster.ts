@@ -7,11 +7,11 @@ import { Construct } from "constructs";
 import type { MskClusterRef } from "./mskCluster.ts";
 
 export interface CreatedMskClusterProps {
-  /** @default "3.6.0" (AWS::MSK::Topic needs Kafka ≥ 3.6) */
+  /** An MSK Kafka version ≥ 3.6 (`AWS::MSK::Topic` needs it). @default "3.6.0" */
   readonly kafkaVersion?: string;
-  /** @default "kafka.t3.small" */
+  /** An MSK broker instance type (`kafka.t3.small` is the smallest). @default "kafka.t3.small" */
   readonly instanceType?: string;
-  /** One broker per AZ. @default 2 */
+  /** Brokers, one per AZ (2 or 3; the VPC gets as many AZs). @default 2 */
   readonly brokers?: number;
 }
 

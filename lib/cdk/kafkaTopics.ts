@@ -18,6 +18,7 @@ export const MSK_SERVERLESS_TOPIC_CONFIGS = new Set([
 ]);
 
 export interface KafkaTopicsProps {
+  /** The cluster the topics live on (provisioned: `AWS::MSK::Topic`; serverless: a custom resource). */
   readonly cluster: MskClusterRef;
   /** Topics to manage. Use `ladder` for a consumer's retry ladder. @default - none */
   readonly topics?: readonly KafkaTopicSpec[];

@@ -6,23 +6,27 @@ import { type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
  * the two cannot drift apart. Pure data and functions: no CDK import.
  */
 export interface RetryLadderDeclaration {
-  /** The main topic, e.g. `order-events`. */
+  /** The main topic, e.g. `order-events` (1–200 characters: letters, digits, `.`, `_`, `-`). */
   readonly topic: string;
-  /** Delay of each retry topic, in order, e.g. `[5, 60, 600]` → `.retry.5s`, `.retry.1m`, `.retry.10m`. */
+  /** Delay of each retry topic in whole seconds, growing, e.g. `[5, 60, 600]` → `.retry.5s`, `.retry.1m`, `.retry.10m`. */
   readonly retryDelaysSeconds: readonly number[];
-  /** Partitions of every topic in the ladder (retry topics keep the main topic's keying). */
+  /** Partitions of every topic in the ladder (≥ 1; retry topics keep the main topic's keying). */
   readonly partitions: number;
-  /** @default 3 */
+  /** Replicas of each partition (≥ 1, at most the brokers). @default 3 */
   readonly replicationFactor?: number;
-  /** @default min(2, replicationFactor) */
+  /** `min.insync.replicas` (1 to replicationFactor). @default min(2, replicationFactor) */
   readonly minInsyncReplicas?: number;
   /** Retention of the main topic. @default 7 days */
   readonly retentionSeconds?: number;
   /** Retention of each retry topic. @default 7 days */
   readonly retryRetentionSeconds?: number;
-  /** Retention of the dead-letter topic: the time you have to fix and replay. @default 14 days */
+  /**
+   * Retention of the dead-letter topic: the time you have to fix and replay. A replay produces new
+   * records into the main topic, so the dedup window must cover this + the main topic's retention.
+   * @default 14 days
+   */
   readonly deadLetterRetentionSeconds?: number;
-  /** Replays planned beyond retention (e.g. from an archive). @default 0 */
+  /** Replays planned beyond retention (e.g. from an archive), in seconds (≥ 0). @default 0 */
   readonly plannedReplaySeconds?: number;
 }
 
