@@ -1,9 +1,9 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CfnGuardValidator } from "@cdklabs/cdk-validator-cfnguard";
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { readContext } from "./config.ts";
+import { ControlTowerChecks } from "./controlTowerChecks.ts";
 import { ReferenceServiceStack } from "./stacks/referenceServiceStack.ts";
 
 /** The CDK app: `npx cdk synth` (offline; see docs/cdk.md for the context values). */
@@ -18,7 +18,7 @@ export function buildApp(app: App = new App()): { app: App; stack: ReferenceServ
   });
   // cdk-nag AwsSolutions, and AWS Control Tower's proactive controls through cfn-guard (the binary
   // and rules ship in @cdklabs/cdk-validator-cfnguard): an unacknowledged finding fails synth.
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new CfnGuardValidator());
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ControlTowerChecks());
   return { app, stack };
 }
 

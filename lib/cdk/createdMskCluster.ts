@@ -4,6 +4,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as msk from "aws-cdk-lib/aws-msk";
 import * as cr from "aws-cdk-lib/custom-resources";
 import { Construct } from "constructs";
+import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
 import type { MskClusterRef } from "./mskCluster.ts";
 
 export interface CreatedMskClusterProps {
@@ -107,6 +108,14 @@ export class CreatedMskCluster extends Construct {
           "The singleton function of AwsCustomResource (one read-only kafka:GetBootstrapBrokers call at deploy " +
           "time) uses aws-cdk-lib's own role with the basic execution policy; the construct does not let us replace it.",
       });
+      acknowledgeGuardRule(
+        singleton,
+        CONTROL_TOWER_RULE.lambdaInVpc,
+        "The singleton function of AwsCustomResource (one read-only kafka:GetBootstrapBrokers call at deploy " +
+          "time) is aws-cdk-lib's own; the construct does not place it in a VPC, and the new VPC has no endpoint " +
+          "for the MSK control plane it calls.",
+        "AWS::Lambda::Function",
+      );
     }
 
     this.ref = {

@@ -1,5 +1,6 @@
 import { CfnParameter, Duration, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
@@ -10,9 +11,10 @@ import { CONTEXT_DEFAULTS } from "../../infra/config.ts";
 import { ReferenceServiceStack, STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
 import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
 import { DedupTable } from "../../lib/cdk/dedupTable.ts";
+import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
 import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
 import { QueueWithDlq } from "../../lib/cdk/queueWithDlq.ts";
-import { findingsOf, ruleCodeOf, testApp } from "./synthHelpers.ts";
+import { findingsOf, ruleCodeOf, testApp, validationReport } from "./synthHelpers.ts";
 
 // Small stacks, no bundling: each rule must fail synth with a message that says what to change.
 const consumer = (stack: Stack, id: string, timeout: Duration) =>
@@ -341,11 +343,25 @@ describe("Kafka mappings: the library decides the fate of every record", () => {
   });
 });
 
+describe("AWS Control Tower controls at synth", () => {
+  it("fails synth on a finding nobody acknowledged, next to acknowledged ones", () => {
+    const { app, stack } = buildApp(testApp());
+    // An alarm that notifies nobody (CT.CLOUDWATCH.PR.1), outside ConsumerMonitoring.
+    new cloudwatch.Alarm(stack, "Bare", {
+      metric: new cloudwatch.Metric({ namespace: "N", metricName: "M" }),
+      threshold: 1,
+      evaluationPeriods: 1,
+    });
+    expect(() => app.synth()).toThrow(/CT\.CLOUDWATCH\.PR\.1[\s\S]*R?eliableConsumersReference\/Bare/);
+  });
+});
+
 describe("variants of the reference app", () => {
   it("MSK Serverless: topics through the admin custom resource, no AWS::MSK::Topic, nag-clean", () => {
     const { app, stack } = buildApp(testApp({ mskClusterKind: "serverless" }));
-    app.synth();
+    const assembly = app.synth();
     expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
+    expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
     const t = Template.fromStack(stack);
     t.resourceCountIs("AWS::MSK::Topic", 0);
     const topics = Object.values(t.findResources("Custom::KafkaTopic")).map((r) => r.Properties.Topic);
@@ -374,8 +390,9 @@ describe("variants of the reference app", () => {
 
   it("createMskCluster: a provisioned IAM/TLS cluster in a new VPC with endpoints, nag-clean", () => {
     const { app, stack } = buildApp(testApp({ createMskCluster: true }));
-    app.synth();
+    const assembly = app.synth();
     expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
+    expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
     const t = Template.fromStack(stack);
     t.hasResourceProperties("AWS::MSK::Cluster", {
       KafkaVersion: "3.6.0",
