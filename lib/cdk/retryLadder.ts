@@ -1,4 +1,4 @@
-import { type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
+import { ConsumerRuleError, type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
 
 /**
  * One declaration of a Kafka consumer's retry ladder. The CDK creates the topics from it, and the
@@ -53,7 +53,10 @@ const DAY = 86_400;
 /** `5` → `5s`, `60` → `1m`, `600` → `10m`, `3600` → `1h`, `90` → `90s`. */
 export function delayLabel(seconds: number): string {
   if (!Number.isInteger(seconds) || seconds <= 0)
-    throw new Error(`retry delay must be a positive integer of seconds, got ${seconds}`);
+    throw new ConsumerRuleError(
+      "RetryLadderInvalid",
+      `retry delay must be a positive integer of seconds, got ${seconds}`,
+    );
   if (seconds % 3600 === 0) return `${seconds / 3600}h`;
   if (seconds % 60 === 0) return `${seconds / 60}m`;
   return `${seconds}s`;
@@ -64,12 +67,16 @@ export const retryTopicName = (topic: string, delaySeconds: number): string =>
 export const deadLetterTopicName = (topic: string): string => `${topic}.DLQ`;
 
 function validate(d: RetryLadderDeclaration): void {
-  if (!/^[a-zA-Z0-9._-]{1,200}$/.test(d.topic)) throw new Error(`invalid Kafka topic name "${d.topic}"`);
+  if (!/^[a-zA-Z0-9._-]{1,200}$/.test(d.topic))
+    throw new ConsumerRuleError("RetryLadderInvalid", `invalid Kafka topic name "${d.topic}"`);
   if (!Number.isInteger(d.partitions) || d.partitions < 1)
-    throw new Error(`partitions must be ≥ 1, got ${d.partitions}`);
+    throw new ConsumerRuleError("RetryLadderInvalid", `partitions must be ≥ 1, got ${d.partitions}`);
   for (let i = 1; i < d.retryDelaysSeconds.length; i++) {
     if (d.retryDelaysSeconds[i]! <= d.retryDelaysSeconds[i - 1]!) {
-      throw new Error(`retry delays of "${d.topic}" must grow: ${d.retryDelaysSeconds.join(", ")}`);
+      throw new ConsumerRuleError(
+        "RetryLadderInvalid",
+        `retry delays of "${d.topic}" must grow: ${d.retryDelaysSeconds.join(", ")}`,
+      );
     }
   }
 }
@@ -80,7 +87,8 @@ export function ladderTopics(d: RetryLadderDeclaration): KafkaTopicSpec[] {
   const replicationFactor = d.replicationFactor ?? 3;
   const minIsr = d.minInsyncReplicas ?? Math.min(2, replicationFactor);
   if (minIsr > replicationFactor) {
-    throw new Error(
+    throw new ConsumerRuleError(
+      "RetryLadderInvalid",
       `min.insync.replicas (${minIsr}) of "${d.topic}" exceeds its replication factor (${replicationFactor})`,
     );
   }

@@ -35,7 +35,8 @@ export type ConsumerRuleCode =
   | "KafkaMappingWithoutPartialBatchResponse"
   | "KafkaMappingDeadLettersUnfinishedRecords"
   | "MskConsumerOutsideVpc"
-  | "KafkaProducerOutsideVpc";
+  | "KafkaProducerOutsideVpc"
+  | "RetryLadderInvalid";
 
 /**
  * A rule of the library was broken by the CDK configuration. `code` is stable; `path` is the

@@ -348,6 +348,15 @@ describe("retry ladder declaration", () => {
     expect(() => ladderTopics({ ...ladder, retryDelaysSeconds: [60, 5] })).toThrow(/must grow/);
     expect(() => ladderTopics({ ...ladder, topic: "bad topic" })).toThrow(/invalid Kafka topic name/);
     expect(() => ladderTopics({ ...ladder, replicationFactor: 1, minInsyncReplicas: 2 })).toThrow(/exceeds/);
+    for (const bad of [
+      { retryDelaysSeconds: [60, 5] },
+      { topic: "bad topic" },
+      { partitions: 0 },
+      { retryDelaysSeconds: [1.5] },
+      { replicationFactor: 1, minInsyncReplicas: 2 },
+    ]) {
+      expect(ruleCodeOf(() => ladderTopics({ ...ladder, ...bad }))).toBe("RetryLadderInvalid");
+    }
   });
 
   it("encodes MSK topic configs as base64 key=value lines", () => {

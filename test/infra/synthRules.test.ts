@@ -80,20 +80,22 @@ describe("visibility timeout vs. consumer timeout", () => {
   it("counts the batching window", () => {
     const stack = new Stack(testApp(), "S");
     const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
-    expect(() =>
-      consumer(stack, "C", Duration.seconds(30)).addSqsTrigger(q, {
+    const c = consumer(stack, "C", Duration.seconds(30));
+    const trigger = () =>
+      c.addSqsTrigger(q, {
         batchSize: 100,
         maxBatchingWindow: Duration.seconds(5),
-      }),
-    ).toThrow(/= 3m 5s \(185s\)/);
+      });
+    expect(ruleCodeOf(trigger)).toBe("VisibilityTimeoutTooShort");
+    expect(trigger).toThrow(/= 3m 5s \(185s\)/);
   });
 
   it("catches a function timeout raised after the queue was sized", () => {
     const stack = new Stack(testApp(), "S");
     const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
-    expect(() => consumer(stack, "C", Duration.seconds(31)).addSqsTrigger(q)).toThrow(
-      /needs at least .* \(186s\)/,
-    );
+    const c = consumer(stack, "C", Duration.seconds(31));
+    expect(ruleCodeOf(() => c.addSqsTrigger(q))).toBe("VisibilityTimeoutTooShort");
+    expect(() => c.addSqsTrigger(q)).toThrow(/needs at least .* \(186s\)/);
   });
 
   it("fails the reference stack when its orders queue is set too short", () => {
@@ -214,6 +216,7 @@ describe("dedup window vs. retry paths", () => {
   it("fails the reference stack when its dedup window is shorter than the Kafka DLQ retention", () => {
     const app = testApp();
     new ReferenceServiceStack(app, "R", { context: CONTEXT_DEFAULTS, dedupWindow: Duration.days(10) });
+    expect(ruleCodeOf(() => app.synth())).toBe("DedupWindowTooShort");
     expect(() => app.synth()).toThrow(/Dedup table "R\/Dedup" remembers keys for 10d[\s\S]*payment-consumer/);
   });
 });
