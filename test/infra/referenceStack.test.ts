@@ -17,10 +17,13 @@ import {
 } from "./synthHelpers.ts";
 
 // One synthesis of the reference app (default context, bundling skipped) shared by every assertion.
+// It runs cdk-nag and cfn-guard (Control Tower rules) over the whole template: tens of seconds on
+// two shared cores, so the hook gets more than the default minute.
+const SYNTH_TIMEOUT_MS = 180_000;
 let ref: ReturnType<typeof synthReference>;
 beforeAll(() => {
   ref = synthReference();
-});
+}, SYNTH_TIMEOUT_MS);
 
 // Template JSON is untyped; the assertions below check its shape.
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation template JSON

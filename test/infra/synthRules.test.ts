@@ -17,6 +17,8 @@ import { QueueWithDlq } from "../../lib/cdk/queueWithDlq.ts";
 import { findingsOf, ruleCodeOf, testApp, validationReport } from "./synthHelpers.ts";
 
 // Small stacks, no bundling: each rule must fail synth with a message that says what to change.
+// A synthesis of the whole reference app runs cdk-nag and cfn-guard: tens of seconds on two shared cores.
+const APP_SYNTH = { timeout: 180_000 };
 const consumer = (stack: Stack, id: string, timeout: Duration) =>
   new ConsumerFunction(stack, id, { entry: STUB_ENTRY, timeout });
 
@@ -347,7 +349,7 @@ describe("Kafka mappings: the library decides the fate of every record", () => {
 });
 
 describe("AWS Control Tower controls at synth", () => {
-  it("fails synth on a finding nobody acknowledged, next to acknowledged ones", () => {
+  it("fails synth on a finding nobody acknowledged, next to acknowledged ones", APP_SYNTH, () => {
     const { app, stack } = buildApp(testApp());
     // An alarm that notifies nobody (CT.CLOUDWATCH.PR.1), outside ConsumerMonitoring.
     new cloudwatch.Alarm(stack, "Bare", {
@@ -360,50 +362,58 @@ describe("AWS Control Tower controls at synth", () => {
 });
 
 describe("variants of the reference app", () => {
-  it("MSK Serverless: topics through the admin custom resource, no AWS::MSK::Topic, nag-clean", () => {
-    const { app, stack } = buildApp(testApp({ mskClusterKind: "serverless" }));
-    const assembly = app.synth();
-    expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
-    expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
-    const t = Template.fromStack(stack);
-    t.resourceCountIs("AWS::MSK::Topic", 0);
-    const topics = Object.values(t.findResources("Custom::KafkaTopic")).map((r) => r.Properties.Topic);
-    expect(topics.map((x) => x.Name).sort()).toEqual([
-      "order-events",
-      "order-events.DLQ",
-      "order-events.retry.10m",
-      "order-events.retry.1m",
-      "order-events.retry.5s",
-    ]);
-    for (const topic of topics) {
-      expect(topic.Partitions).toBe(6);
-      expect(topic.Configs["min.insync.replicas"]).toBeUndefined(); // fixed by MSK Serverless
-      expect(topic.Configs["retention.ms"]).toBeDefined();
-    }
-    const admin = Object.entries(t.findResources("AWS::IAM::Policy")).find(([id]) =>
-      id.startsWith("TopicsAdmin"),
-    )!;
-    const actions = admin[1].Properties.PolicyDocument.Statement.flatMap(
-      (s: { Action: string[] }) => s.Action,
-    );
-    expect(actions).toEqual(
-      expect.arrayContaining(["kafka-cluster:CreateTopic", "kafka-cluster:AlterTopic"]),
-    );
-  });
+  it(
+    "MSK Serverless: topics through the admin custom resource, no AWS::MSK::Topic, nag-clean",
+    APP_SYNTH,
+    () => {
+      const { app, stack } = buildApp(testApp({ mskClusterKind: "serverless" }));
+      const assembly = app.synth();
+      expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
+      expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
+      const t = Template.fromStack(stack);
+      t.resourceCountIs("AWS::MSK::Topic", 0);
+      const topics = Object.values(t.findResources("Custom::KafkaTopic")).map((r) => r.Properties.Topic);
+      expect(topics.map((x) => x.Name).sort()).toEqual([
+        "order-events",
+        "order-events.DLQ",
+        "order-events.retry.10m",
+        "order-events.retry.1m",
+        "order-events.retry.5s",
+      ]);
+      for (const topic of topics) {
+        expect(topic.Partitions).toBe(6);
+        expect(topic.Configs["min.insync.replicas"]).toBeUndefined(); // fixed by MSK Serverless
+        expect(topic.Configs["retention.ms"]).toBeDefined();
+      }
+      const admin = Object.entries(t.findResources("AWS::IAM::Policy")).find(([id]) =>
+        id.startsWith("TopicsAdmin"),
+      )!;
+      const actions = admin[1].Properties.PolicyDocument.Statement.flatMap(
+        (s: { Action: string[] }) => s.Action,
+      );
+      expect(actions).toEqual(
+        expect.arrayContaining(["kafka-cluster:CreateTopic", "kafka-cluster:AlterTopic"]),
+      );
+    },
+  );
 
-  it("createMskCluster: a provisioned IAM/TLS cluster in a new VPC with endpoints, nag-clean", () => {
-    const { app, stack } = buildApp(testApp({ createMskCluster: true }));
-    const assembly = app.synth();
-    expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
-    expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
-    const t = Template.fromStack(stack);
-    t.hasResourceProperties("AWS::MSK::Cluster", {
-      KafkaVersion: "3.6.0",
-      ClientAuthentication: { Sasl: { Iam: { Enabled: true } }, Unauthenticated: { Enabled: false } },
-      EncryptionInfo: { EncryptionInTransit: { ClientBroker: "TLS", InCluster: true } },
-    });
-    t.resourceCountIs("AWS::EC2::NatGateway", 0);
-    t.resourceCountIs("AWS::EC2::VPCEndpoint", 5);
-    t.resourceCountIs("AWS::MSK::Topic", 5);
-  });
+  it(
+    "createMskCluster: a provisioned IAM/TLS cluster in a new VPC with endpoints, nag-clean",
+    APP_SYNTH,
+    () => {
+      const { app, stack } = buildApp(testApp({ createMskCluster: true }));
+      const assembly = app.synth();
+      expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
+      expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
+      const t = Template.fromStack(stack);
+      t.hasResourceProperties("AWS::MSK::Cluster", {
+        KafkaVersion: "3.6.0",
+        ClientAuthentication: { Sasl: { Iam: { Enabled: true } }, Unauthenticated: { Enabled: false } },
+        EncryptionInfo: { EncryptionInTransit: { ClientBroker: "TLS", InCluster: true } },
+      });
+      t.resourceCountIs("AWS::EC2::NatGateway", 0);
+      t.resourceCountIs("AWS::EC2::VPCEndpoint", 5);
+      t.resourceCountIs("AWS::MSK::Topic", 5);
+    },
+  );
 });
