@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { readContext } from "./config.ts";
+import { ControlTowerChecks } from "./controlTowerChecks.ts";
 import { ReferenceServiceStack } from "./stacks/referenceServiceStack.ts";
 
 /** The CDK app: `npx cdk synth` (offline; see docs/cdk.md for the context values). */
@@ -15,8 +16,9 @@ export function buildApp(app: App = new App()): { app: App; stack: ReferenceServ
       ? { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } }
       : {}),
   });
-  // cdk-nag AwsSolutions: an unacknowledged finding fails synth.
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  // cdk-nag AwsSolutions, and AWS Control Tower's proactive controls through cfn-guard (the binary
+  // and rules ship in @cdklabs/cdk-validator-cfnguard): an unacknowledged finding fails synth.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ControlTowerChecks());
   return { app, stack };
 }
 

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Annotations, Duration, Stack, type StackProps, Validations } from "aws-cdk-lib";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as logs from "aws-cdk-lib/aws-logs";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
@@ -11,6 +12,7 @@ import { CreatedMskCluster } from "../../lib/cdk/createdMskCluster.ts";
 import { DedupTable } from "../../lib/cdk/dedupTable.ts";
 import { LAMBDA_ENV } from "../../lib/cdk/env.ts";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
+import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "../../lib/cdk/guardAcknowledgements.ts";
 import { KafkaTopics } from "../../lib/cdk/kafkaTopics.ts";
 import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
 import { OutboxTable } from "../../lib/cdk/outboxTable.ts";
@@ -121,8 +123,11 @@ export class ReferenceServiceStack extends Stack {
       maxReceiveCount: 5,
       ...props.ordersQueue,
     });
+    // Long jobs: the heartbeat keeps a running job hidden, so the queue's visibility timeout can be
+    // the function timeout, and a crashed job comes back after 5 minutes instead of 6 × 5.
     this.reports = new QueueWithDlq(this, "Reports", {
       consumerTimeout: reportWorkerTimeout,
+      visibilityHeartbeat: true,
       maxReceiveCount: 3,
     });
     this.parking = new sqs.Queue(this, "OutboxParking", {
@@ -136,9 +141,18 @@ export class ReferenceServiceStack extends Stack {
         "The outbox parking queue is itself a dead-letter destination: events that fail permanently are parked " +
         "here with their context for a fix and a replay; it is not consumed by a trigger.",
     });
+    acknowledgeGuardRule(
+      this.parking,
+      CONTROL_TOWER_RULE.sqsDeadLetterQueue,
+      "The outbox parking queue is itself a dead-letter destination, written with SendMessage by the relay and " +
+        "sweeper (not by an SQS redrive); it is not consumed by a trigger, so it needs no DLQ, and no queue " +
+        "redrives into it, so a redrive-allow policy would name no source.",
+    );
 
     this.topics = new KafkaTopics(this, "Topics", { cluster: this.cluster, ladder });
 
+    // Every function runs in the cluster's VPC (AWS Control Tower's CT.LAMBDA.PR.3): the Kafka ones
+    // must, and the VPC already reaches DynamoDB and SQS for them, which is all the others need.
     const fn = (
       name: ReferenceFunction,
       extra: Partial<ConstructorParameters<typeof ConsumerFunction>[2]> = {},
@@ -147,6 +161,7 @@ export class ReferenceServiceStack extends Stack {
         entry: entry(name),
         consumerName: name,
         metricsNamespace: ctx.metricsNamespace,
+        ...network,
         ...extra,
       });
 
@@ -178,10 +193,10 @@ export class ReferenceServiceStack extends Stack {
       .useDedupWindow(this.dedup);
 
     // app table stream → outbox-relay → Kafka; the sweeper republishes what the relay missed.
-    const relay = fn("outbox-relay", { timeout: Duration.minutes(1), ...network });
+    const relay = fn("outbox-relay", { timeout: Duration.minutes(1) });
     this.app.addRelay(relay);
     relay.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
-    const sweeper = fn("outbox-sweeper", { timeout: Duration.minutes(1), ...network });
+    const sweeper = fn("outbox-sweeper", { timeout: Duration.minutes(1) });
     this.app.addSweeper(sweeper);
     sweeper.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
     for (const f of [relay, sweeper]) {
@@ -190,7 +205,7 @@ export class ReferenceServiceStack extends Stack {
     }
 
     // order-events → payment-consumer with its retry ladder.
-    const payment = fn("payment-consumer", { timeout: Duration.minutes(1), ...network });
+    const payment = fn("payment-consumer", { timeout: Duration.minutes(1) });
     const mappings = payment.addMskTrigger(this.cluster, ladder, { batchSize: 100 });
     for (const m of mappings) m.node.addDependency(this.topics);
     this.dedup.grantDedup(payment.function);
@@ -219,6 +234,33 @@ export class ReferenceServiceStack extends Stack {
     for (const f of Object.values(this.functions)) this.monitoring.monitorFunction(f);
     this.monitoring.monitorKafkaLag(payment);
     this.monitoring.monitorOutbox("outbox-sweeper");
+
+    this.acknowledgeLogGroupControls();
+  }
+
+  /**
+   * The log groups keep CloudWatch Logs' defaults (1 month to 1 week, CloudWatch's own encryption at
+   * rest): a choice of this reference service, acknowledged here per log group. ConsumerFunction's
+   * `logRetention` and `logEncryptionKey` meet CT.CLOUDWATCH.PR.2 and PR.3 where an organisation
+   * requires them.
+   */
+  private acknowledgeLogGroupControls(): void {
+    for (const c of this.node.findAll()) {
+      if (!(c instanceof logs.LogGroup)) continue;
+      acknowledgeGuardRule(
+        c,
+        CONTROL_TOWER_RULE.logGroupRetention,
+        "The reference service keeps function, broker and flow logs for a week to a month to keep storage " +
+          "costs low; set ConsumerFunction logRetention to ONE_YEAR or more where a retention policy requires it.",
+      );
+      acknowledgeGuardRule(
+        c,
+        CONTROL_TOWER_RULE.logGroupEncryption,
+        "CloudWatch Logs encrypts these log groups at rest with its own keys; the logs hold no payloads (the " +
+          "library logs ids and error types). Give ConsumerFunction logEncryptionKey where a customer-managed " +
+          "key is required.",
+      );
+    }
   }
 
   private referenceCluster(ctx: InfraContext): MskClusterRef {

@@ -1,8 +1,9 @@
-import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { KafkaDlq, SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
@@ -23,7 +24,15 @@ import {
   ladderTopics,
   type RetryLadderDeclaration,
 } from "./retryLadder.ts";
-import { ConsumerRuleError, checkVisibilityTimeout, formatSeconds, type RetryPath } from "./rules.ts";
+import {
+  ConsumerRuleError,
+  checkKafkaMapping,
+  checkMskTrigger,
+  checkSqsTrigger,
+  checkVisibilityTimeout,
+  formatSeconds,
+  type RetryPath,
+} from "./rules.ts";
 
 /** Anything that remembers dedup keys for a window: the dedup table, or the app table's inbox. */
 export interface DedupWindowOwner {
@@ -37,37 +46,66 @@ export interface DedupWindowOwner {
 }
 
 export interface ConsumerFunctionProps {
-  /** Path of the handler file, e.g. `functions/order-consumer/handler.ts`. */
+  /** Path of the handler file, e.g. `functions/order-consumer/handler.ts`. It must exist at synth. */
   readonly entry: string;
-  /** @default "handler" */
+  /** The exported handler's name. @default "handler" */
   readonly handler?: string;
   /**
    * The consumer's name: its dedup scope (as `CONSUMER_NAME`, so a replaced function keeps its keys)
-   * and `POWERTOOLS_SERVICE_NAME`. @default the construct id
+   * and `POWERTOOLS_SERVICE_NAME`. Choose it once and keep it: stored dedup keys are scoped by it.
+   * @default the construct id
    */
   readonly consumerName?: string;
-  /** @default Duration.seconds(30) */
+  /**
+   * The function timeout (1 s–15 min). An SQS trigger's queue must allow for it (6 × this +
+   * batching window, unless the queue is sized for the visibility heartbeat).
+   * @default Duration.seconds(30)
+   */
   readonly timeout?: Duration;
-  /** @default 512 */
+  /** Memory in MiB (128–10,240). @default 512 */
   readonly memorySize?: number;
-  /** @default "ReliableConsumers" */
+  /** The Powertools metrics namespace (`POWERTOOLS_METRICS_NAMESPACE`). @default "ReliableConsumers" */
   readonly metricsNamespace?: string;
+  /** More environment variables (they override the construct's own). @default - none */
   readonly environment?: Record<string, string>;
-  /** Run in a VPC (needed to reach MSK brokers). @default - no VPC */
+  /**
+   * Run in a VPC: needed to reach MSK brokers, and what AWS Control Tower's CT.LAMBDA.PR.3 asks of
+   * every function. The VPC must reach what the function calls (DynamoDB, SQS, …: NAT or endpoints).
+   * @default - no VPC
+   */
   readonly vpc?: ec2.IVpc;
+  /** Subnets in `vpc`. @default - the VPC's private subnets */
   readonly vpcSubnets?: ec2.SubnetSelection;
+  /** Security groups in `vpc`. @default - a new group allowing all outbound traffic */
   readonly securityGroups?: ec2.ISecurityGroup[];
-  /** @default logs.RetentionDays.ONE_MONTH */
+  /**
+   * Retention of the function's log group. AWS Control Tower's CT.CLOUDWATCH.PR.2 asks for at least
+   * `RetentionDays.ONE_YEAR`. @default logs.RetentionDays.ONE_MONTH
+   */
   readonly logRetention?: logs.RetentionDays;
-  /** @default - unreserved */
+  /**
+   * A KMS key for the function's log group (AWS Control Tower's CT.CLOUDWATCH.PR.3). A key defined
+   * in the same app is granted to the CloudWatch Logs service principal of the stack's region; for
+   * an imported key, its key policy must allow `logs.<region>.amazonaws.com`.
+   * @default - CloudWatch Logs' own encryption at rest
+   */
+  readonly logEncryptionKey?: kms.IKey;
+  /** Reserved concurrency (0 stops the function; at most the account's unreserved quota). @default - unreserved */
   readonly reservedConcurrentExecutions?: number;
+  /** The function's description. @default - none */
   readonly description?: string;
 }
 
 export interface SqsTriggerOptions {
-  /** @default 10 */
+  /**
+   * Records per batch: 1–10 on a FIFO queue; 1–10,000 on a standard queue, where above 10 needs a
+   * `maxBatchingWindow` of at least 1 second. @default 10
+   */
   readonly batchSize?: number;
-  /** @default Duration.seconds(0) */
+  /**
+   * How long the poller gathers records before invoking (0–5 min; none on FIFO queues). It adds to
+   * the visibility timeout the queue needs. @default Duration.seconds(0)
+   */
   readonly maxBatchingWindow?: Duration;
   /** Concurrent invocations this trigger may use (2–1000). @default 5 */
   readonly maxConcurrency?: number;
@@ -80,33 +118,34 @@ export interface SqsTriggerOptions {
 export interface MskTriggerOptions {
   /** Consumer group of the main topic; retry topics use `<group>.<retry suffix>`. @default the consumer name */
   readonly consumerGroupId?: string;
-  /** @default 100 */
+  /** Records per batch (1–10,000). @default 100 */
   readonly batchSize?: number;
-  /** @default Duration.seconds(1) */
+  /** How long the poller gathers records before invoking (0–5 min). @default Duration.seconds(1) */
   readonly maxBatchingWindow?: Duration;
-  /** @default lambda.StartingPosition.TRIM_HORIZON */
+  /** Where a new consumer group starts. @default lambda.StartingPosition.TRIM_HORIZON */
   readonly startingPosition?: lambda.StartingPosition;
   /**
-   * Provisioned pollers. Provisioned mode is what makes ReportBatchItemFailures, bisect, retry
-   * limits and the Kafka on-failure destination available to an MSK trigger.
+   * Provisioned pollers (1 ≤ minimumPollers ≤ 200, minimumPollers ≤ maximumPollers ≤ 2000). Always
+   * on: provisioned mode is what gives an MSK trigger its error handling controls, partial batch
+   * responses (ReportBatchItemFailures) among them, without which Lambda ignores the consumer's
+   * answer and commits records it handed back.
    * @default { minimumPollers: 1, maximumPollers: 2 }
    */
   readonly pollers?: { readonly minimumPollers: number; readonly maximumPollers: number };
   /**
-   * Whole-invocation retries on the main topic (function crash or timeout), after which Lambda
-   * sends the batch to the `.DLQ` topic. Record failures go through the retry ladder instead.
-   * Retry-topic mappings always retry without limit and have no on-failure destination: the
-   * consumer hands back records that are not due yet, and those must wait, not be dead-lettered.
-   * @default 2
+   * Split a batch in two when the function fails as a whole (crash, timeout), to isolate the record
+   * that crashes it. Every mapping retries without limit and has no on-failure destination: what
+   * Lambda retries is what the consumer reported unfinished (healthy records); real failures go up
+   * the retry ladder or to the dead-letter topic from the consumer, with their context.
+   * @default true
    */
-  readonly retryAttempts?: number;
-  /** @default true */
   readonly bisectBatchOnError?: boolean;
 }
 
 interface TriggerPath {
   readonly description: string;
-  readonly seconds: number;
+  /** `undefined` when a duration of the path is a token. */
+  readonly seconds: number | undefined;
 }
 
 const DEFAULT_TIMEOUT = Duration.seconds(30);
@@ -138,7 +177,12 @@ export class ConsumerFunction extends Construct {
     this.logGroup = new logs.LogGroup(this, "Logs", {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
+      ...(props.logEncryptionKey ? { encryptionKey: props.logEncryptionKey } : {}),
     });
+    // CloudWatch Logs encrypts with the key as its regional service principal (no-op for an imported key).
+    props.logEncryptionKey?.grantEncryptDecrypt(
+      new iam.ServicePrincipal(`logs.${Stack.of(this).region}.amazonaws.com`),
+    );
     // An explicit role: no AWS managed policies, logs scoped to this function's log group.
     this.role = new iam.Role(this, "Role", {
       assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
@@ -178,6 +222,8 @@ export class ConsumerFunction extends Construct {
       },
     });
     if (this.inVpc) this.grantNetworking();
+    // Every Kafka mapping of this function, also one added by hand with `function.addEventSource`.
+    this.node.addValidation({ validate: () => this.validateKafkaMappings() });
   }
 
   addEnvironment(name: string, value: string): this {
@@ -193,31 +239,28 @@ export class ConsumerFunction extends Construct {
   addSqsTrigger(q: QueueWithDlq, options: SqsTriggerOptions = {}): SqsEventSource {
     const window = options.maxBatchingWindow ?? Duration.seconds(0);
     const batchSize = options.batchSize ?? 10;
-    if (q.fifo && batchSize > 10) {
-      throw new ConsumerRuleError(
-        `${this.node.path}: a FIFO queue trigger takes batches of at most 10, got ${batchSize}`,
-      );
-    }
-    if (q.fifo && window.toSeconds() > 0) {
-      throw new ConsumerRuleError(`${this.node.path}: FIFO queue triggers do not support a batching window`);
-    }
-    if (batchSize > 10 && window.toSeconds() === 0) {
-      throw new ConsumerRuleError(
-        `${this.node.path}: a batch size above 10 needs a maxBatchingWindow of at least 1 second`,
-      );
-    }
+    const maxConcurrency = options.maxConcurrency ?? 5;
+    checkSqsTrigger({
+      fifo: q.fifo,
+      batchSize,
+      batchingWindowSeconds: window.toSeconds(),
+      maxConcurrency,
+      path: this.node.path,
+    });
     checkVisibilityTimeout({
       queue: q.node.path,
       visibilityTimeoutSeconds: q.visibilityTimeout.toSeconds(),
       consumer: this.consumerName,
       functionTimeoutSeconds: this.timeout.toSeconds(),
       batchingWindowSeconds: window.toSeconds(),
+      heartbeat: q.visibilityHeartbeat,
+      path: this.node.path,
     });
     const source = new SqsEventSource(q.queue, {
       batchSize,
-      ...(window.toSeconds() > 0 ? { maxBatchingWindow: window } : {}),
+      ...(window.isUnresolved() || window.toSeconds() > 0 ? { maxBatchingWindow: window } : {}),
       reportBatchItemFailures: true,
-      maxConcurrency: options.maxConcurrency ?? 5,
+      maxConcurrency,
     });
     this.function.addEventSource(source);
     q.grantSendToDeadLetterQueue(this.function);
@@ -231,9 +274,12 @@ export class ConsumerFunction extends Construct {
   /**
    * Consume a Kafka topic on MSK with its retry ladder: one event source mapping for the main topic
    * and one for each retry topic (each with its own consumer group), all in provisioned mode with
-   * ReportBatchItemFailures, bisect, a retry limit, and the ladder's dead-letter topic as the
-   * on-failure destination. Grants read on the consumed topics, write on the retry and dead-letter
-   * topics, and exports `KAFKA_BROKERS`, `KAFKA_TOPIC`, `KAFKA_RETRY_LADDER`, `MSK_IAM_AUTH`.
+   * ReportBatchItemFailures, unlimited retries and no on-failure destination (bisect on the main
+   * topic). Lambda then never drops or dead-letters a record the consumer handed back unfinished;
+   * the consumer itself moves failures up the ladder and dead-letters them with context. Synth
+   * fails on any Kafka mapping of this function that breaks this (`KafkaMapping*` rule codes).
+   * Grants read on the consumed topics, write on the retry and dead-letter topics, and exports
+   * `KAFKA_BROKERS`, `KAFKA_TOPIC`, `KAFKA_RETRY_LADDER`, `MSK_IAM_AUTH`.
    */
   addMskTrigger(
     cluster: MskClusterRef,
@@ -242,17 +288,27 @@ export class ConsumerFunction extends Construct {
   ): lambda.EventSourceMapping[] {
     if (!this.inVpc) {
       throw new ConsumerRuleError(
-        `${this.node.path}: an MSK consumer must run in the cluster's VPC (give vpc, vpcSubnets and securityGroups) ` +
-          `to publish to its retry and dead-letter topics.`,
+        "MskConsumerOutsideVpc",
+        "an MSK consumer must run in the cluster's VPC (give vpc, vpcSubnets and securityGroups) " +
+          "to publish to its retry and dead-letter topics.",
+        this.node.path,
       );
     }
+    const pollers = options.pollers ?? { minimumPollers: 1, maximumPollers: 2 };
+    const batchSize = options.batchSize ?? 100;
+    const window = options.maxBatchingWindow ?? Duration.seconds(1);
+    checkMskTrigger({
+      batchSize,
+      batchingWindowSeconds: window.toSeconds(),
+      minimumPollers: pollers.minimumPollers,
+      maximumPollers: pollers.maximumPollers,
+      path: this.node.path,
+    });
     const topics = ladderTopics(ladder);
     const consumed = topics.filter((t) => t.role !== "dead-letter");
-    const deadLetter = topics.find((t) => t.role === "dead-letter")!;
     const group = options.consumerGroupId ?? this.consumerName;
     const groupOf = (topic: string) =>
       topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
-    const pollers = options.pollers ?? { minimumPollers: 1, maximumPollers: 2 };
 
     const mappings = consumed.map(
       (t) =>
@@ -262,18 +318,18 @@ export class ConsumerFunction extends Construct {
           kafkaTopic: t.name,
           kafkaConsumerGroupId: groupOf(t.name),
           startingPosition: options.startingPosition ?? lambda.StartingPosition.TRIM_HORIZON,
-          batchSize: options.batchSize ?? 100,
-          maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(1),
+          batchSize,
+          maxBatchingWindow: window,
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
-          ...(t.role === "main"
-            ? {
-                bisectBatchOnError: options.bisectBatchOnError ?? true,
-                retryAttempts: options.retryAttempts ?? 2,
-                onFailure: new KafkaDlq(deadLetter.name),
-              }
-            : // -1: until the record is due and done. (With an on-failure destination Lambda caps retries at 10.)
-              { retryAttempts: -1 }),
+          // -1 and no on-failure destination: what Lambda retries is what the consumer reported
+          // unfinished (out of time, lease lost, a retry produce that failed, not due yet on a retry
+          // topic), and those records are healthy. With a limit Lambda would drop them, or send them
+          // to a destination in its own format without x-original-topic (and with a destination it
+          // caps retries at 10 anyway). A record that crashes the function every time blocks its
+          // partition; the Errors and OffsetLag alarms say so.
+          retryAttempts: -1,
+          ...(t.role === "main" ? { bisectBatchOnError: options.bisectBatchOnError ?? true } : {}),
         }),
     );
     MskGrants.eventSourceMapping(this.function, cluster);
@@ -297,7 +353,7 @@ export class ConsumerFunction extends Construct {
     this.triggerPaths.push({
       description:
         `topic ${ladder.topic}: retry ladder ${ladder.retryDelaysSeconds.map((s) => formatSeconds(s)).join(" → ")} ` +
-        `+ the longest topic retention` +
+        `+ the longest stage's retention (the DLQ's counts a replay into the main topic)` +
         (ladder.plannedReplaySeconds
           ? ` + planned replay ${formatSeconds(ladder.plannedReplaySeconds)}`
           : ""),
@@ -309,7 +365,11 @@ export class ConsumerFunction extends Construct {
   /** Produce to Kafka topics on MSK (e.g. the outbox relay): grants, brokers and auth mode. */
   produceTo(cluster: MskClusterRef, topics: readonly string[]): this {
     if (!this.inVpc) {
-      throw new ConsumerRuleError(`${this.node.path}: a Kafka producer on MSK must run in the cluster's VPC`);
+      throw new ConsumerRuleError(
+        "KafkaProducerOutsideVpc",
+        "a Kafka producer on MSK must run in the cluster's VPC",
+        this.node.path,
+      );
     }
     MskGrants.produce(this.function, this, cluster, topics);
     return this.addEnvironment(LAMBDA_ENV.kafkaBrokers, cluster.bootstrapBrokers).addEnvironment(
@@ -327,9 +387,19 @@ export class ConsumerFunction extends Construct {
     for (const [name, value] of Object.entries(owner.windowEnvironment ?? {}))
       this.addEnvironment(name, value);
     owner.addRetryPath(() => {
-      if (this.triggerPaths.length === 0)
-        return { consumer: this.consumerName, description: "no trigger", seconds: 0 };
-      const longest = this.triggerPaths.reduce((a, b) => (b.seconds > a.seconds ? b : a));
+      // Paths of unknown length (tokens) are not checked; the longest known one is.
+      const known = this.triggerPaths.filter(
+        (p): p is TriggerPath & { seconds: number } => p.seconds !== undefined,
+      );
+      if (known.length === 0) {
+        const description = this.triggerPaths.length === 0 ? "no trigger" : "retention unknown at synth";
+        return {
+          consumer: this.consumerName,
+          description,
+          seconds: this.triggerPaths.length === 0 ? 0 : undefined,
+        };
+      }
+      const longest = known.reduce((a, b) => (b.seconds > a.seconds ? b : a));
       return { consumer: this.consumerName, description: longest.description, seconds: longest.seconds };
     });
     return this;
@@ -345,6 +415,40 @@ export class ConsumerFunction extends Construct {
       id: "AwsSolutions-IAM5[Resource::*]",
       reason: `Resource * only for actions without resource-level permissions. ${this.wildcardReasons.join(" ")}`,
     });
+  }
+
+  /** The Kafka rule (`checkKafkaMapping`) over every Kafka event source mapping of this function. */
+  private validateKafkaMappings(): string[] {
+    const errors: string[] = [];
+    const stack = Stack.of(this);
+    for (const c of this.node.findAll()) {
+      if (!(c instanceof lambda.CfnEventSourceMapping)) continue;
+      // Kafka mappings name topics; SQS, stream and MQ mappings do not.
+      const topics = stack.resolve(c.topics) as string[] | undefined;
+      if (!topics?.length) continue;
+      const destination = stack.resolve(c.destinationConfig) as
+        | { onFailure?: { destination?: unknown } }
+        | undefined;
+      const responseTypes = (stack.resolve(c.functionResponseTypes) as string[] | undefined) ?? [];
+      try {
+        checkKafkaMapping({
+          topic: topics.join(","),
+          provisioned: c.provisionedPollerConfig !== undefined,
+          reportBatchItemFailures: responseTypes.includes("ReportBatchItemFailures"),
+          ...(c.maximumRetryAttempts !== undefined ? { retryAttempts: c.maximumRetryAttempts } : {}),
+          ...(c.maximumRecordAgeInSeconds !== undefined
+            ? { maxRecordAgeSeconds: c.maximumRecordAgeInSeconds }
+            : {}),
+          ...(destination?.onFailure?.destination !== undefined
+            ? { onFailureDestination: String(destination.onFailure.destination) }
+            : {}),
+          path: c.node.path,
+        });
+      } catch (error) {
+        errors.push((error as Error).message);
+      }
+    }
+    return errors;
   }
 
   /** The ENI permissions Lambda needs in a VPC and for an MSK event source mapping's pollers. */

@@ -1,7 +1,9 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, Stack } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
-import type * as sns from "aws-cdk-lib/aws-sns";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as kms from "aws-cdk-lib/aws-kms";
+import * as sns from "aws-cdk-lib/aws-sns";
 import { Construct } from "constructs";
 import { METRIC } from "../observability/telemetry.ts";
 import type { ConsumerFunction } from "./consumerFunction.ts";
@@ -10,32 +12,87 @@ import type { QueueWithDlq } from "./queueWithDlq.ts";
 export interface ConsumerMonitoringProps {
   /** The Powertools metrics namespace the functions write to. @default "ReliableConsumers" */
   readonly metricsNamespace?: string;
-  /** @default - a name derived from the stack */
+  /** The dashboard's name (letters, digits, `-`, `_`; up to 255). @default - a name derived from the stack */
   readonly dashboardName?: string;
-  /** Notified when any alarm fires. @default - no action */
+  /**
+   * Every alarm notifies this topic when it fires and when it is OK again. An alarm that notifies
+   * nobody is decoration (AWS Control Tower's CT.CLOUDWATCH.PR.1 refuses it). A given topic must let
+   * CloudWatch publish (and, if encrypted, let `cloudwatch.amazonaws.com` use its key).
+   * @default - a new topic, encrypted with a new customer-managed KMS key (rotated) and TLS-only;
+   * subscribe your on-call to `alarmTopic`
+   */
   readonly alarmTopic?: sns.ITopic;
 }
 
 export interface QueueAlarmOptions {
-  /** Alarm when the oldest message is older than this. @default 15 minutes */
+  /** Alarm when the oldest message is older than this (1 min–14 days). @default Duration.minutes(15) */
   readonly maxMessageAge?: Duration;
 }
 
 /**
  * Alarms and one dashboard for the signals the principles ask for: DLQ depth > 0, age of the
  * oldest message, outbox pending age, duplicate rate, Kafka OffsetLag, function errors and
- * throttles. The custom metric names come from `lib/observability/telemetry.ts` (`METRIC`).
+ * throttles. The custom metric names come from `lib/observability/telemetry.ts` (`METRIC`). Every
+ * alarm notifies `alarmTopic` (given, or created encrypted and TLS-only).
  */
 export class ConsumerMonitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[] = [];
+  /** Where every alarm goes: subscribe on-call (email, chat, paging) to it. */
+  readonly alarmTopic: sns.ITopic;
+  /** The key of the created topic. @default - none when the topic was given */
+  readonly alarmTopicKey?: kms.Key;
   private readonly namespace: string;
-  private readonly alarmTopic: sns.ITopic | undefined;
 
   constructor(scope: Construct, id: string, props: ConsumerMonitoringProps = {}) {
     super(scope, id);
     this.namespace = props.metricsNamespace ?? "ReliableConsumers";
-    this.alarmTopic = props.alarmTopic;
+    if (props.alarmTopic) {
+      this.alarmTopic = props.alarmTopic;
+    } else {
+      // CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key; it needs a
+      // customer-managed key whose policy lets it encrypt.
+      const key = new kms.Key(this, "AlarmTopicKey", {
+        description: "Encrypts the alarm topic of ConsumerMonitoring",
+        enableKeyRotation: true,
+      });
+      key.addToResourcePolicy(
+        new iam.PolicyStatement({
+          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+          actions: ["kms:Decrypt", "kms:GenerateDataKey*"],
+          resources: ["*"],
+          conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+        }),
+      );
+      // Grants on the key are for AWS services only (AWS Control Tower's CT.KMS.PR.3).
+      key.addToResourcePolicy(
+        new iam.PolicyStatement({
+          effect: iam.Effect.DENY,
+          principals: [new iam.AnyPrincipal()],
+          actions: ["kms:CreateGrant"],
+          resources: ["*"],
+          conditions: {
+            BoolIfExists: { "kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false" },
+          },
+        }),
+      );
+      const topic = new sns.Topic(this, "AlarmTopic", {
+        displayName: "Consumer alarms",
+        masterKey: key,
+        enforceSSL: true,
+      });
+      // A topic policy replaces SNS's default one: let CloudWatch alarms of this account publish.
+      topic.addToResourcePolicy(
+        new iam.PolicyStatement({
+          principals: [new iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+          actions: ["sns:Publish"],
+          resources: [topic.topicArn],
+          conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+        }),
+      );
+      this.alarmTopic = topic;
+      this.alarmTopicKey = key;
+    }
     this.dashboard = new cloudwatch.Dashboard(this, "Dashboard", {
       ...(props.dashboardName ? { dashboardName: props.dashboardName } : {}),
       defaultInterval: Duration.hours(3),
@@ -44,7 +101,9 @@ export class ConsumerMonitoring extends Construct {
 
   private alarm(id: string, props: cloudwatch.AlarmProps): cloudwatch.Alarm {
     const alarm = new cloudwatch.Alarm(this, id, props);
-    if (this.alarmTopic) alarm.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
+    const action = new cwActions.SnsAction(this.alarmTopic);
+    alarm.addAlarmAction(action);
+    alarm.addOkAction(action);
     this.alarms.push(alarm);
     return alarm;
   }
@@ -132,7 +191,7 @@ export class ConsumerMonitoring extends Construct {
     );
   }
 
-  /** Kafka consumer lag (Lambda's OffsetLag for MSK event sources). */
+  /** Kafka consumer lag (Lambda's OffsetLag for MSK event sources), in records (≥ 1). @default maxLag 10,000 */
   monitorKafkaLag(consumer: ConsumerFunction, maxLag = 10_000): void {
     const name = consumer.consumerName;
     const lag = new cloudwatch.Metric({

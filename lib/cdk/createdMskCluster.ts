@@ -4,14 +4,15 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as msk from "aws-cdk-lib/aws-msk";
 import * as cr from "aws-cdk-lib/custom-resources";
 import { Construct } from "constructs";
+import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
 import type { MskClusterRef } from "./mskCluster.ts";
 
 export interface CreatedMskClusterProps {
-  /** @default "3.6.0" (AWS::MSK::Topic needs Kafka ≥ 3.6) */
+  /** An MSK Kafka version ≥ 3.6 (`AWS::MSK::Topic` needs it). @default "3.6.0" */
   readonly kafkaVersion?: string;
-  /** @default "kafka.t3.small" */
+  /** An MSK broker instance type (`kafka.t3.small` is the smallest). @default "kafka.t3.small" */
   readonly instanceType?: string;
-  /** One broker per AZ. @default 2 */
+  /** Brokers, one per AZ (2 or 3; the VPC gets as many AZs). @default 2 */
   readonly brokers?: number;
 }
 
@@ -107,6 +108,14 @@ export class CreatedMskCluster extends Construct {
           "The singleton function of AwsCustomResource (one read-only kafka:GetBootstrapBrokers call at deploy " +
           "time) uses aws-cdk-lib's own role with the basic execution policy; the construct does not let us replace it.",
       });
+      acknowledgeGuardRule(
+        singleton,
+        CONTROL_TOWER_RULE.lambdaInVpc,
+        "The singleton function of AwsCustomResource (one read-only kafka:GetBootstrapBrokers call at deploy " +
+          "time) is aws-cdk-lib's own; the construct does not place it in a VPC, and the new VPC has no endpoint " +
+          "for the MSK control plane it calls.",
+        "AWS::Lambda::Function",
+      );
     }
 
     this.ref = {

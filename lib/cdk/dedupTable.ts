@@ -13,17 +13,18 @@ import { LAMBDA_ENV } from "./env.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface DedupTableProps {
-  /** @default - a CloudFormation-generated name */
+  /** The table's name (3–255 characters: letters, digits, `_`, `-`, `.`). @default - a CloudFormation-generated name */
   readonly tableName?: string;
   /**
    * How long a key is remembered: the TTL the dedup store writes (passed to consumers as
    * `DEDUP_WINDOW_SECONDS`). Must be longer than the longest retry path of every consumer that
-   * uses the table; synth fails otherwise. @default DEDUP_DEFAULTS.windowSeconds (15 days)
+   * uses the table, counting the copies the library sends itself (parked, redriven, replayed);
+   * synth fails otherwise (`DedupWindowTooShort`). @default DEDUP_DEFAULTS.windowSeconds (30 days)
    */
   readonly window?: Duration;
-  /** @default - AWS-owned key (DynamoDB default encryption) */
+  /** A customer-managed key; consumers granted `grantDedup` may use it. @default - AWS-managed key */
   readonly encryptionKey?: kms.IKey;
-  /** @default true */
+  /** Point-in-time recovery (35 days of backups). @default true */
   readonly pointInTimeRecovery?: boolean;
   /** @default RemovalPolicy.RETAIN: losing the table turns every redelivery into a duplicate effect */
   readonly removalPolicy?: RemovalPolicy;

@@ -18,10 +18,14 @@ export const MSK_SERVERLESS_TOPIC_CONFIGS = new Set([
 ]);
 
 export interface KafkaTopicsProps {
+  /** The cluster the topics live on (provisioned: `AWS::MSK::Topic`; serverless: a custom resource). */
   readonly cluster: MskClusterRef;
   /** Topics to manage. Use `ladder` for a consumer's retry ladder. @default - none */
   readonly topics?: readonly KafkaTopicSpec[];
-  /** A retry ladder: its main, retry and dead-letter topics (the same declaration configures the consumer). */
+  /**
+   * A retry ladder: its main, retry and dead-letter topics (the same declaration configures the
+   * consumer through `addMskTrigger`). @default - none
+   */
   readonly ladder?: RetryLadderDeclaration;
   /**
    * What deleting the stack does to the topics (MSK Serverless custom resource only; CloudFormation

@@ -18,43 +18,44 @@ import {
   OUTBOX_TTL_ATTRIBUTE,
 } from "../outbox/schema.ts";
 import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
+import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface OutboxTableProps {
-  /** @default - a CloudFormation-generated name */
+  /** The table's name (3–255 characters: letters, digits, `_`, `-`, `.`). @default - a CloudFormation-generated name */
   readonly tableName?: string;
-  /** @default - AWS-owned key */
+  /** A customer-managed key; writers, the relay and the sweeper are granted it. @default - AWS-managed key */
   readonly encryptionKey?: kms.IKey;
-  /** @default true */
+  /** Point-in-time recovery (35 days of backups). @default true */
   readonly pointInTimeRecovery?: boolean;
-  /** @default RemovalPolicy.RETAIN */
+  /** What deleting the stack does to the table (business data, inbox and outbox). @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
 }
 
 export interface RelayOptions {
-  /** @default 100 */
+  /** Stream records per batch (1–10,000). @default 100 */
   readonly batchSize?: number;
-  /** @default Duration.seconds(1) */
+  /** How long the poller gathers records before invoking (0–5 min). @default Duration.seconds(1) */
   readonly maxBatchingWindow?: Duration;
   /**
-   * Whole-batch retries after bisecting. A record that keeps failing blocks its shard (and so the
-   * order of its aggregate) until then; the sweeper republishes whatever the relay gave up on.
-   * @default 20
+   * Whole-batch retries after bisecting (-1 for unlimited, or 0–10,000). A record that keeps failing
+   * blocks its shard (and so the order of its aggregate) until then; the sweeper republishes
+   * whatever the relay gave up on. @default 20
    */
   readonly retryAttempts?: number;
-  /** @default Duration.hours(6) (the stream keeps records 24 h) */
+  /** Give up on records older than this (1 min–7 days; the stream keeps records 24 h). @default Duration.hours(6) */
   readonly maxRecordAge?: Duration;
   /**
    * 1 keeps one relay per shard. Events of one aggregate share a partition key, so a higher factor
    * still keeps their order. @default 1
    */
   readonly parallelizationFactor?: number;
-  /** Where the metadata of given-up batches goes. @default - a new encrypted queue, retained 14 days */
+  /** Where the metadata of given-up batches goes (Lambda sends metadata only, not the records). @default - a new encrypted queue, retained 14 days */
   readonly onFailureQueue?: sqs.IQueue;
 }
 
 export interface SweeperOptions {
-  /** @default events.Schedule.rate(Duration.minutes(1)) */
+  /** How often the sweeper runs (a rate of at least 1 minute). @default events.Schedule.rate(Duration.minutes(1)) */
   readonly schedule?: events.Schedule;
 }
 
@@ -140,6 +141,13 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
           "This queue is itself a dead-letter destination: the on-failure destination of the outbox relay's " +
           "stream mapping. It holds failure metadata for inspection and is not consumed, so it has no DLQ.",
       });
+      acknowledgeGuardRule(
+        onFailure,
+        CONTROL_TOWER_RULE.sqsDeadLetterQueue,
+        "This queue is itself a dead-letter destination (the relay stream mapping's on-failure destination, " +
+          "written by Lambda, not by an SQS redrive): it is not consumed, so it needs no DLQ, and no queue " +
+          "redrives into it, so a redrive-allow policy would name no source.",
+      );
     }
     this.relayFailures = onFailure;
     const source = new DynamoEventSource(this.table, {

@@ -1,42 +1,65 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Token } from "aws-cdk-lib";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { minimumHeartbeatVisibilitySeconds } from "../sqs/heartbeatDefaults.ts";
 import {
   ConsumerRuleError,
+  checkQueueWithDlq,
   formatSeconds,
   requiredVisibilityTimeoutSeconds,
+  SQS_TRIGGER_LIMITS,
   sqsRetryPathSeconds,
 } from "./rules.ts";
 
 export interface QueueWithDlqProps {
-  /** @default - a CloudFormation-generated name */
+  /**
+   * The queue's name; the DLQ is `<name>-dlq` (`.fifo` is appended on FIFO queues). 1–75
+   * characters: letters, digits, `-`, `_`.
+   * @default - a name unique to this construct's path (the DLQ's redrive-allow policy names the
+   * queue's ARN, which a CloudFormation-generated name would make circular)
+   */
   readonly queueName?: string;
   /** A FIFO queue (and DLQ): order per message group, batches of at most 10. @default false */
   readonly fifo?: boolean;
   /**
-   * The timeout of the function that will consume the queue. The visibility timeout defaults to
-   * 6 × this + `maxBatchingWindow`, the rule the consumer checks at synth.
+   * The timeout of the function that will consume the queue (1 s–15 min). The visibility timeout
+   * defaults to 6 × this + `maxBatchingWindow`, the rule the consumer checks at synth (≤ 12 h), or,
+   * with `visibilityHeartbeat`, to the shorter timeout the heartbeat needs.
    * @default - required unless `visibilityTimeout` is given
    */
   readonly consumerTimeout?: Duration;
-  /** The consumer's batching window, added to the derived visibility timeout. @default Duration.seconds(0) */
+  /** The consumer's batching window (0–5 min), added to the derived visibility timeout. @default Duration.seconds(0) */
   readonly maxBatchingWindow?: Duration;
-  /** An explicit visibility timeout. Checked against the consumer at synth. @default - derived from `consumerTimeout` */
+  /**
+   * An explicit visibility timeout (0 s–12 h). Checked against the consumer at synth.
+   * @default - derived from `consumerTimeout` (or `visibilityHeartbeat`)
+   */
   readonly visibilityTimeout?: Duration;
-  /** Receives before a message is moved to the DLQ. @default 5 */
+  /**
+   * Size the queue for the library's visibility heartbeat instead of Lambda's 6 × timeout rule: a
+   * visibility timeout of `minimumHeartbeatVisibilitySeconds` (the function timeout, Lambda's own
+   * minimum, or 3 × (batching window + 10 s) if longer), which the heartbeat extends a third of the
+   * way in for as long as the consumer works on a record. A crashed invocation's records then come
+   * back after one function timeout instead of six. The consumer must keep the heartbeat on (the
+   * default of `sqsConsumer`); `addSqsTrigger` checks the visibility timeout against this rule.
+   * @default false
+   */
+  readonly visibilityHeartbeat?: boolean;
+  /** Receives before SQS moves a message to the DLQ (1–1000). @default 5 */
   readonly maxReceiveCount?: number;
-  /** @default Duration.days(4) */
+  /** How long the queue keeps a message (1 min–14 days). @default Duration.days(4) */
   readonly retentionPeriod?: Duration;
   /**
-   * DLQ retention: the time you have to fix and redrive. Must be ≥ the source's retention, because on
-   * a standard queue the expiry counts from the original enqueue time. @default Duration.days(14)
+   * DLQ retention (1 min–14 days): the time you have to fix and redrive. On a standard queue it must
+   * be ≥ the source's retention, because SQS's own move to the DLQ keeps the original enqueue time.
+   * @default Duration.days(14)
    */
   readonly dlqRetentionPeriod?: Duration;
   /**
    * Replays planned after the DLQ retention (e.g. from an archive), counted in the dedup window
-   * check of the consumers of this queue. @default Duration.seconds(0)
+   * check of the consumers of this queue (≥ 0). @default Duration.seconds(0)
    */
   readonly plannedReplay?: Duration;
   /** A customer-managed KMS key for both queues. @default - SQS-managed encryption (SSE-SQS) */
@@ -47,8 +70,9 @@ export interface QueueWithDlqProps {
 
 /**
  * An SQS queue with its redrive DLQ: encrypted, SSL-only, with the visibility timeout derived from
- * the consumer's timeout. The consumer (`ConsumerFunction.addSqsTrigger`) checks the 6× rule again
- * against its real timeout and batching window, so a mismatch fails synth.
+ * the consumer's timeout (or sized for the visibility heartbeat). The DLQ's redrive-allow policy
+ * admits only this queue as its source. The consumer (`ConsumerFunction.addSqsTrigger`) checks the
+ * visibility rule again against its real timeout and batching window, so a mismatch fails synth.
  */
 export class QueueWithDlq extends Construct {
   readonly queue: sqs.Queue;
@@ -56,6 +80,8 @@ export class QueueWithDlq extends Construct {
   readonly fifo: boolean;
   readonly maxReceiveCount: number;
   readonly visibilityTimeout: Duration;
+  /** The queue is sized for the visibility heartbeat (see `QueueWithDlqProps.visibilityHeartbeat`). */
+  readonly visibilityHeartbeat: boolean;
   readonly retentionPeriod: Duration;
   readonly dlqRetentionPeriod: Duration;
   readonly plannedReplay: Duration;
@@ -67,29 +93,33 @@ export class QueueWithDlq extends Construct {
     this.retentionPeriod = props.retentionPeriod ?? Duration.days(4);
     this.dlqRetentionPeriod = props.dlqRetentionPeriod ?? Duration.days(14);
     this.plannedReplay = props.plannedReplay ?? Duration.seconds(0);
-    if (this.maxReceiveCount < 1 || !Number.isInteger(this.maxReceiveCount)) {
-      throw new ConsumerRuleError(
-        `${this.node.path}: maxReceiveCount must be an integer ≥ 1, got ${this.maxReceiveCount}`,
-      );
-    }
-    if (!this.fifo && this.dlqRetentionPeriod.toSeconds() < this.retentionPeriod.toSeconds()) {
-      throw new ConsumerRuleError(
-        `${this.node.path}: DLQ retention (${formatSeconds(this.dlqRetentionPeriod.toSeconds())}) is shorter than the ` +
-          `queue's (${formatSeconds(this.retentionPeriod.toSeconds())}). On a standard queue a message's expiry counts ` +
-          `from its original enqueue time, so dead-lettered messages would expire almost at once.`,
-      );
-    }
+    this.visibilityHeartbeat = props.visibilityHeartbeat ?? false;
+    checkQueueWithDlq({
+      fifo: this.fifo,
+      maxReceiveCount: this.maxReceiveCount,
+      retentionSeconds: this.retentionPeriod.toSeconds(),
+      dlqRetentionSeconds: this.dlqRetentionPeriod.toSeconds(),
+      path: this.node.path,
+    });
+    const window = props.maxBatchingWindow?.toSeconds() ?? 0;
     if (props.visibilityTimeout) {
       this.visibilityTimeout = props.visibilityTimeout;
+    } else if (props.consumerTimeout && this.visibilityHeartbeat) {
+      // A window that is a token is unknown here: size for the longest window Lambda allows.
+      const known = Token.isUnresolved(window) ? SQS_TRIGGER_LIMITS.maxBatchingWindowSeconds : window;
+      this.visibilityTimeout = Duration.seconds(
+        minimumHeartbeatVisibilitySeconds(props.consumerTimeout.toSeconds(), known),
+      );
     } else if (props.consumerTimeout) {
-      const window = props.maxBatchingWindow?.toSeconds() ?? 0;
       this.visibilityTimeout = Duration.seconds(
         requiredVisibilityTimeoutSeconds(props.consumerTimeout.toSeconds(), window),
       );
     } else {
       throw new ConsumerRuleError(
-        `${this.node.path}: give consumerTimeout (the consuming function's timeout) so the visibility timeout can be ` +
-          `derived from it, or an explicit visibilityTimeout.`,
+        "VisibilityTimeoutUnknown",
+        "give consumerTimeout (the consuming function's timeout) so the visibility timeout can be " +
+          "derived from it, or an explicit visibilityTimeout.",
+        this.node.path,
       );
     }
 
@@ -98,6 +128,15 @@ export class QueueWithDlq extends Construct {
       : { encryption: sqs.QueueEncryption.SQS_MANAGED };
     const suffix = this.fifo ? ".fifo" : "";
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.DESTROY;
+    // The DLQ admits only this queue (redrive-allow policy by queue). Naming the queue here keeps
+    // its ARN known without a reference, which would be circular (the queue's redrive policy
+    // references the DLQ).
+    const queueName = `${props.queueName ?? Names.uniqueResourceName(this, { maxLength: 75, separator: "-", allowedSpecialCharacters: "-_" })}${suffix}`;
+    const queueArn = Stack.of(this).formatArn({
+      service: "sqs",
+      resource: queueName,
+      arnFormat: ArnFormat.NO_RESOURCE_NAME,
+    });
 
     this.deadLetterQueue = new sqs.Queue(this, "Dlq", {
       ...(props.queueName ? { queueName: `${props.queueName}-dlq${suffix}` } : {}),
@@ -105,10 +144,14 @@ export class QueueWithDlq extends Construct {
       retentionPeriod: this.dlqRetentionPeriod,
       enforceSSL: true,
       removalPolicy,
+      redriveAllowPolicy: {
+        redrivePermission: sqs.RedrivePermission.BY_QUEUE,
+        sourceQueues: [sqs.Queue.fromQueueArn(this, "Source", queueArn)],
+      },
       ...encryption,
     });
     this.queue = new sqs.Queue(this, "Queue", {
-      ...(props.queueName ? { queueName: `${props.queueName}${suffix}` } : {}),
+      queueName,
       fifo: this.fifo || undefined,
       visibilityTimeout: this.visibilityTimeout,
       retentionPeriod: this.retentionPeriod,
@@ -119,24 +162,26 @@ export class QueueWithDlq extends Construct {
     });
   }
 
-  /** How long after its first send a message can still reach a consumer of this queue. */
-  get retryPathSeconds(): number {
+  /**
+   * How long after its first send a message can still reach a consumer of this queue: retention +
+   * DLQ retention (a copy parked with SendMessage) + retention (that copy redriven), plus the
+   * planned replay. `undefined` when a duration is a token.
+   */
+  get retryPathSeconds(): number | undefined {
     return sqsRetryPathSeconds({
       retentionSeconds: this.retentionPeriod.toSeconds(),
       dlqRetentionSeconds: this.dlqRetentionPeriod.toSeconds(),
-      fifo: this.fifo,
       plannedReplaySeconds: this.plannedReplay.toSeconds(),
     });
   }
 
   get retryPathDescription(): string {
-    const f = (d: Duration) => formatSeconds(d.toSeconds());
-    const combine = this.fifo
-      ? "retention + DLQ retention (FIFO resets the enqueue time)"
-      : "max(retention, DLQ retention)";
+    const f = (d: Duration) => (d.isUnresolved() ? "(token)" : formatSeconds(d.toSeconds()));
+    const planned = this.plannedReplay.isUnresolved() || this.plannedReplay.toSeconds() > 0;
     return (
-      `queue ${this.node.id}: ${combine} with retention ${f(this.retentionPeriod)}, DLQ ${f(this.dlqRetentionPeriod)}` +
-      (this.plannedReplay.toSeconds() > 0 ? `, planned replay ${f(this.plannedReplay)}` : "")
+      `queue ${this.node.id}: retention ${f(this.retentionPeriod)} + parked in the DLQ ${f(this.dlqRetentionPeriod)} ` +
+      `+ redriven ${f(this.retentionPeriod)}` +
+      (planned ? ` + planned replay ${f(this.plannedReplay)}` : "")
     );
   }
 

@@ -1,4 +1,4 @@
-import { type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
+import { ConsumerRuleError, type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
 
 /**
  * One declaration of a Kafka consumer's retry ladder. The CDK creates the topics from it, and the
@@ -6,23 +6,27 @@ import { type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
  * the two cannot drift apart. Pure data and functions: no CDK import.
  */
 export interface RetryLadderDeclaration {
-  /** The main topic, e.g. `order-events`. */
+  /** The main topic, e.g. `order-events` (1–200 characters: letters, digits, `.`, `_`, `-`). */
   readonly topic: string;
-  /** Delay of each retry topic, in order, e.g. `[5, 60, 600]` → `.retry.5s`, `.retry.1m`, `.retry.10m`. */
+  /** Delay of each retry topic in whole seconds, growing, e.g. `[5, 60, 600]` → `.retry.5s`, `.retry.1m`, `.retry.10m`. */
   readonly retryDelaysSeconds: readonly number[];
-  /** Partitions of every topic in the ladder (retry topics keep the main topic's keying). */
+  /** Partitions of every topic in the ladder (≥ 1; retry topics keep the main topic's keying). */
   readonly partitions: number;
-  /** @default 3 */
+  /** Replicas of each partition (≥ 1, at most the brokers). @default 3 */
   readonly replicationFactor?: number;
-  /** @default min(2, replicationFactor) */
+  /** `min.insync.replicas` (1 to replicationFactor). @default min(2, replicationFactor) */
   readonly minInsyncReplicas?: number;
   /** Retention of the main topic. @default 7 days */
   readonly retentionSeconds?: number;
   /** Retention of each retry topic. @default 7 days */
   readonly retryRetentionSeconds?: number;
-  /** Retention of the dead-letter topic: the time you have to fix and replay. @default 14 days */
+  /**
+   * Retention of the dead-letter topic: the time you have to fix and replay. A replay produces new
+   * records into the main topic, so the dedup window must cover this + the main topic's retention.
+   * @default 14 days
+   */
   readonly deadLetterRetentionSeconds?: number;
-  /** Replays planned beyond retention (e.g. from an archive). @default 0 */
+  /** Replays planned beyond retention (e.g. from an archive), in seconds (≥ 0). @default 0 */
   readonly plannedReplaySeconds?: number;
 }
 
@@ -49,7 +53,10 @@ const DAY = 86_400;
 /** `5` → `5s`, `60` → `1m`, `600` → `10m`, `3600` → `1h`, `90` → `90s`. */
 export function delayLabel(seconds: number): string {
   if (!Number.isInteger(seconds) || seconds <= 0)
-    throw new Error(`retry delay must be a positive integer of seconds, got ${seconds}`);
+    throw new ConsumerRuleError(
+      "RetryLadderInvalid",
+      `retry delay must be a positive integer of seconds, got ${seconds}`,
+    );
   if (seconds % 3600 === 0) return `${seconds / 3600}h`;
   if (seconds % 60 === 0) return `${seconds / 60}m`;
   return `${seconds}s`;
@@ -60,12 +67,16 @@ export const retryTopicName = (topic: string, delaySeconds: number): string =>
 export const deadLetterTopicName = (topic: string): string => `${topic}.DLQ`;
 
 function validate(d: RetryLadderDeclaration): void {
-  if (!/^[a-zA-Z0-9._-]{1,200}$/.test(d.topic)) throw new Error(`invalid Kafka topic name "${d.topic}"`);
+  if (!/^[a-zA-Z0-9._-]{1,200}$/.test(d.topic))
+    throw new ConsumerRuleError("RetryLadderInvalid", `invalid Kafka topic name "${d.topic}"`);
   if (!Number.isInteger(d.partitions) || d.partitions < 1)
-    throw new Error(`partitions must be ≥ 1, got ${d.partitions}`);
+    throw new ConsumerRuleError("RetryLadderInvalid", `partitions must be ≥ 1, got ${d.partitions}`);
   for (let i = 1; i < d.retryDelaysSeconds.length; i++) {
     if (d.retryDelaysSeconds[i]! <= d.retryDelaysSeconds[i - 1]!) {
-      throw new Error(`retry delays of "${d.topic}" must grow: ${d.retryDelaysSeconds.join(", ")}`);
+      throw new ConsumerRuleError(
+        "RetryLadderInvalid",
+        `retry delays of "${d.topic}" must grow: ${d.retryDelaysSeconds.join(", ")}`,
+      );
     }
   }
 }
@@ -76,7 +87,8 @@ export function ladderTopics(d: RetryLadderDeclaration): KafkaTopicSpec[] {
   const replicationFactor = d.replicationFactor ?? 3;
   const minIsr = d.minInsyncReplicas ?? Math.min(2, replicationFactor);
   if (minIsr > replicationFactor) {
-    throw new Error(
+    throw new ConsumerRuleError(
+      "RetryLadderInvalid",
       `min.insync.replicas (${minIsr}) of "${d.topic}" exceeds its replication factor (${replicationFactor})`,
     );
   }
@@ -125,12 +137,20 @@ export function ladderRuntimeConfig(d: RetryLadderDeclaration): RetryLadderRunti
   };
 }
 
-/** The longest time after a first failure that a record of this ladder can reach the consumer. */
-export function ladderRetryPathSeconds(d: RetryLadderDeclaration): number {
-  const stages: KafkaLadderStage[] = ladderTopics(d).map((t) => ({
+/**
+ * The longest time after a first failure that a record of this ladder can reach the consumer. The
+ * dead-letter topic's records are replayed (`dlq replay`) into the main topic as new records, so
+ * that stage counts the main topic's retention too.
+ */
+export function ladderRetryPathSeconds(d: RetryLadderDeclaration): number | undefined {
+  const topics = ladderTopics(d);
+  const retentionOf = (t: KafkaTopicSpec) => Number(t.configs["retention.ms"]) / 1000;
+  const mainRetention = retentionOf(topics[0]!);
+  const stages: KafkaLadderStage[] = topics.map((t) => ({
     topic: t.name,
     delaySeconds: t.delaySeconds,
-    retentionSeconds: Number(t.configs["retention.ms"]) / 1000,
+    retentionSeconds: retentionOf(t),
+    ...(t.role === "dead-letter" ? { replayedIntoRetentionSeconds: mainRetention } : {}),
   }));
   return kafkaRetryPathSeconds(stages, d.plannedReplaySeconds ?? 0);
 }

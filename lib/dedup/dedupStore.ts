@@ -19,7 +19,7 @@ export interface DedupStoreOptions {
   readonly client?: DynamoDBClient;
   /** How long a claim is exclusive without renewal. @default 30 000 ms */
   readonly leaseMs?: number;
-  /** How long a key is remembered (the TTL). Must exceed the longest retry path. @default 15 days */
+  /** How long a key is remembered (the TTL). Must exceed the longest retry path. @default DEDUP_DEFAULTS.windowSeconds (30 days) */
   readonly windowSeconds?: number;
   /**
    * Claim coalescing: new keys are claimed with PartiQL INSERTs, up to 25 per request; a key that

@@ -33,8 +33,13 @@ export const DEDUP_TABLE_ACTIONS = [
 
 /** Defaults that the CDK construct checks against queue retention and retry ladders. */
 export const DEDUP_DEFAULTS = {
-  /** 15 days: longer than SQS's maximum retention (14 days) plus a retry ladder. */
-  windowSeconds: 15 * 24 * 3600,
+  /**
+   * 30 days: longer than the longest way a message comes back with the constructs' defaults, which
+   * counts the copies the library sends itself as new messages: SQS retention 4 d + a parked copy's
+   * DLQ retention 14 d + a redriven copy's retention 4 d = 22 d; Kafka main 7 d + ladder + DLQ 14 d +
+   * a replayed copy's 7 d ≈ 21 d (`lib/cdk/rules.ts`).
+   */
+  windowSeconds: 30 * 24 * 3600,
   leaseMs: 30_000,
 } as const;
 

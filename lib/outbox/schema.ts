@@ -147,8 +147,8 @@ export const OUTBOX_IAM_ACTIONS = {
 export const OUTBOX_DEFAULTS = {
   /** Outbox events are kept 7 days after creation (longer than the 24 h stream window). */
   eventRetentionSeconds: 7 * 24 * 3600,
-  /** Inbox markers: 15 days, longer than SQS's maximum retention (14 days) plus a retry ladder. */
-  inboxWindowSeconds: 15 * 24 * 3600,
+  /** Inbox markers: 30 days, as `DEDUP_DEFAULTS.windowSeconds` (see there why). */
+  inboxWindowSeconds: 30 * 24 * 3600,
   /** Shards of the sparse pending GSI. Writer and sweeper must agree. */
   pendingShards: 8,
   /** The sweeper republishes events pending for longer than this. */

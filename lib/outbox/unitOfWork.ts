@@ -118,7 +118,7 @@ export interface UnitOfWorkOptions {
   readonly client?: DynamoDBClient;
   /** Where the inbox markers live. @default tableName (so one transaction covers them) */
   readonly inboxTableName?: string;
-  /** How long a message id is remembered. Must exceed the longest retry path. @default 15 days */
+  /** How long a message id is remembered. Must exceed the longest retry path. @default OUTBOX_DEFAULTS.inboxWindowSeconds (30 days) */
   readonly inboxWindowSeconds?: number;
   /** How long outbox events are kept (TTL). Keep it above the sweeper's reach. @default 7 days */
   readonly eventRetentionSeconds?: number;

@@ -3,18 +3,21 @@ import { LeaseLostError } from "../core/errors.ts";
 import { checkIntervalMs, renewalDue } from "../core/leaseKeeper.ts";
 import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { defaultHeartbeatAfterMs, HEARTBEAT_DEFAULTS } from "./heartbeatDefaults.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 
 export interface HeartbeatOptions {
   /**
    * Extend in-flight records once this long has passed since the batch was received (the message
-   * has been invisible since then, not since the record started). @default a third of the queue's
-   * visibility timeout
+   * has been invisible since then, not since the record started). The synth rule for a heartbeat
+   * queue (`QueueWithDlq` with `visibilityHeartbeat`) sizes the visibility timeout for this default;
+   * see `heartbeatDefaults.ts` for what the heartbeat is for. @default a third of the queue's
+   * visibility timeout (`defaultHeartbeatAfterMs`)
    */
   readonly afterMs?: number;
   /** Each beat hides the record for this long from now. @default the queue's visibility timeout */
   readonly extendSeconds?: number;
-  /** Never extend past the remaining Lambda time plus this. @default 10 s */
+  /** Never extend past the remaining Lambda time plus this. @default HEARTBEAT_DEFAULTS.marginSeconds (10 s) */
   readonly marginSeconds?: number;
 }
 
@@ -65,8 +68,8 @@ export class VisibilityHeartbeat {
   ) {
     this.deps = deps;
     this.extendSeconds = options.extendSeconds ?? Math.max(queueVisibilitySeconds, 1);
-    this.afterMs = options.afterMs ?? Math.max(300, (queueVisibilitySeconds * 1000) / 3);
-    this.marginSeconds = options.marginSeconds ?? 10;
+    this.afterMs = options.afterMs ?? defaultHeartbeatAfterMs(queueVisibilitySeconds);
+    this.marginSeconds = options.marginSeconds ?? HEARTBEAT_DEFAULTS.marginSeconds;
     this.visibleFromMs = deps.receivedAtMs;
   }
 

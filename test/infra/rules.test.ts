@@ -1,4 +1,4 @@
-import { App } from "aws-cdk-lib";
+import { App, Token } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
 import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
@@ -14,16 +14,28 @@ import {
 import {
   ConsumerRuleError,
   checkDedupWindow,
+  checkKafkaMapping,
+  checkMskTrigger,
+  checkQueueWithDlq,
+  checkSqsTrigger,
   checkVisibilityTimeout,
   formatSeconds,
   kafkaRetryPathSeconds,
   requiredVisibilityTimeoutSeconds,
   sqsRetryPathSeconds,
 } from "../../lib/cdk/rules.ts";
+import { DEDUP_DEFAULTS } from "../../lib/dedup/schema.ts";
 import { planTopic, TopicShrinkError } from "../../lib/handlers/kafkaTopics/plan.ts";
 import { ladderFromRuntimeConfig } from "../../lib/kafka/retryLadder.ts";
+import {
+  defaultHeartbeatAfterMs,
+  minimumHeartbeatVisibilitySeconds,
+} from "../../lib/sqs/heartbeatDefaults.ts";
+import { ruleCodeOf } from "./synthHelpers.ts";
 
 const DAY = 86_400;
+/** A number CloudFormation resolves at deploy time (a parameter): unknown at synth. */
+const TOKEN = Token.asNumber({ Ref: "SomeParameter" });
 
 describe("visibility timeout rule", () => {
   it("is 6 × function timeout + batching window", () => {
@@ -42,39 +54,203 @@ describe("visibility timeout rule", () => {
     expect(() => checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: 184 })).toThrow(
       ConsumerRuleError,
     );
+    expect(ruleCodeOf(() => checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: 184 }))).toBe(
+      "VisibilityTimeoutTooShort",
+    );
     expect(() => checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: 184 })).toThrow(
       /visibility timeout of 3m 4s \(184s\).*order-consumer.*6 × function timeout \(30s\) \+ batching window \(5s\) = 3m 5s \(185s\)/s,
     );
   });
 
   it("rejects a function timeout whose 6× exceeds SQS's 12 h maximum", () => {
-    expect(() =>
+    const check = () =>
       checkVisibilityTimeout({
         queue: "q",
         consumer: "c",
         functionTimeoutSeconds: 7201,
         visibilityTimeoutSeconds: 43_200,
+        path: "S/C",
+      });
+    expect(ruleCodeOf(check)).toBe("VisibilityTimeoutAboveMaximum");
+    expect(check).toThrow(/^\[VisibilityTimeoutAboveMaximum\] S\/C: .*maximum visibility timeout of 12h/);
+  });
+
+  it("skips values that are tokens instead of misreading them", () => {
+    const base = { queue: "q", consumer: "c", functionTimeoutSeconds: 30 };
+    // A token's placeholder is a huge negative number: read as seconds it would "fail" the rule.
+    expect(() => checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: TOKEN })).not.toThrow();
+    expect(() =>
+      checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: 60, batchingWindowSeconds: TOKEN }),
+    ).not.toThrow();
+    expect(() => checkSqsTrigger({ fifo: true, batchSize: TOKEN, batchingWindowSeconds: 0 })).not.toThrow();
+    expect(() =>
+      checkSqsTrigger({ fifo: false, batchSize: 10, batchingWindowSeconds: 0, maxConcurrency: TOKEN }),
+    ).not.toThrow();
+    expect(() =>
+      checkMskTrigger({
+        batchSize: TOKEN,
+        batchingWindowSeconds: 1,
+        minimumPollers: TOKEN,
+        maximumPollers: 2,
       }),
-    ).toThrow(/maximum visibility timeout of 12h/);
+    ).not.toThrow();
+    expect(() =>
+      checkQueueWithDlq({
+        fifo: false,
+        maxReceiveCount: TOKEN,
+        retentionSeconds: TOKEN,
+        dlqRetentionSeconds: DAY,
+      }),
+    ).not.toThrow();
+  });
+});
+
+describe("visibility heartbeat (a queue sized for it)", () => {
+  const base = { queue: "reports", consumer: "report-worker", functionTimeoutSeconds: 300, heartbeat: true };
+
+  it("lets the visibility timeout go down to the function timeout, where the default heartbeat fires in time", () => {
+    const visibility = minimumHeartbeatVisibilitySeconds(300);
+    expect(visibility).toBe(300);
+    expect(() => checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: visibility })).not.toThrow();
+    // The default's first beat lands inside the invocation, a third of the way into the visibility.
+    expect(defaultHeartbeatAfterMs(visibility)).toBeLessThan(300 * 1000);
+    expect(defaultHeartbeatAfterMs(visibility)).toBe(100_000);
+  });
+
+  it("under the 6× rule the default heartbeat could never fire within the invocation", () => {
+    // Why the heartbeat mode exists: the default first beat is at a third of 6 × timeout = 2 × timeout.
+    expect(defaultHeartbeatAfterMs(requiredVisibilityTimeoutSeconds(300))).toBeGreaterThan(300 * 1000);
+  });
+
+  it("needs room for the batching window before the first beat, and at least the function timeout", () => {
+    expect(minimumHeartbeatVisibilitySeconds(5, 0)).toBe(30);
+    expect(minimumHeartbeatVisibilitySeconds(5, 20)).toBe(90);
+    expect(
+      ruleCodeOf(() =>
+        checkVisibilityTimeout({
+          ...base,
+          functionTimeoutSeconds: 5,
+          batchingWindowSeconds: 20,
+          visibilityTimeoutSeconds: 89,
+        }),
+      ),
+    ).toBe("HeartbeatVisibilityTooShort");
+    expect(ruleCodeOf(() => checkVisibilityTimeout({ ...base, visibilityTimeoutSeconds: 299 }))).toBe(
+      "HeartbeatVisibilityTooShort",
+    );
+  });
+});
+
+describe("trigger limits", () => {
+  it("SQS: FIFO batches ≤ 10 without a window, > 10 needs a window, concurrency 2–1000", () => {
+    expect(ruleCodeOf(() => checkSqsTrigger({ fifo: true, batchSize: 11, batchingWindowSeconds: 0 }))).toBe(
+      "SqsBatchSizeOutOfRange",
+    );
+    expect(ruleCodeOf(() => checkSqsTrigger({ fifo: true, batchSize: 10, batchingWindowSeconds: 1 }))).toBe(
+      "SqsFifoBatchingWindow",
+    );
+    expect(ruleCodeOf(() => checkSqsTrigger({ fifo: false, batchSize: 11, batchingWindowSeconds: 0 }))).toBe(
+      "SqsBatchSizeNeedsBatchingWindow",
+    );
+    expect(
+      ruleCodeOf(() => checkSqsTrigger({ fifo: false, batchSize: 10_001, batchingWindowSeconds: 5 })),
+    ).toBe("SqsBatchSizeOutOfRange");
+    expect(
+      ruleCodeOf(() => checkSqsTrigger({ fifo: false, batchSize: 10, batchingWindowSeconds: 301 })),
+    ).toBe("BatchingWindowOutOfRange");
+    expect(
+      ruleCodeOf(() =>
+        checkSqsTrigger({ fifo: false, batchSize: 10, batchingWindowSeconds: 0, maxConcurrency: 1 }),
+      ),
+    ).toBe("SqsMaxConcurrencyOutOfRange");
+    expect(() =>
+      checkSqsTrigger({ fifo: false, batchSize: 100, batchingWindowSeconds: 1, maxConcurrency: 2 }),
+    ).not.toThrow();
+  });
+
+  it("MSK: pollers are always provisioned (≥ 1) and min ≤ max", () => {
+    const ok = { batchSize: 100, batchingWindowSeconds: 1, minimumPollers: 1, maximumPollers: 2 };
+    expect(() => checkMskTrigger(ok)).not.toThrow();
+    expect(ruleCodeOf(() => checkMskTrigger({ ...ok, minimumPollers: 0 }))).toBe("MskPollersOutOfRange");
+    expect(ruleCodeOf(() => checkMskTrigger({ ...ok, minimumPollers: 3 }))).toBe("MskPollersOutOfRange");
+    expect(ruleCodeOf(() => checkMskTrigger({ ...ok, batchSize: 0 }))).toBe("MskBatchSizeOutOfRange");
+  });
+
+  it("queues: maxReceiveCount 1–1000, retention 1 min–14 d, a standard DLQ outliving its queue", () => {
+    const ok = { fifo: false, maxReceiveCount: 5, retentionSeconds: 4 * DAY, dlqRetentionSeconds: 14 * DAY };
+    expect(() => checkQueueWithDlq(ok)).not.toThrow();
+    expect(ruleCodeOf(() => checkQueueWithDlq({ ...ok, maxReceiveCount: 0 }))).toBe(
+      "MaxReceiveCountOutOfRange",
+    );
+    expect(ruleCodeOf(() => checkQueueWithDlq({ ...ok, dlqRetentionSeconds: 15 * DAY }))).toBe(
+      "RetentionOutOfRange",
+    );
+    expect(ruleCodeOf(() => checkQueueWithDlq({ ...ok, dlqRetentionSeconds: DAY }))).toBe(
+      "DlqRetentionShorterThanQueue",
+    );
+  });
+});
+
+describe("Kafka mappings (the library decides each record's fate)", () => {
+  const ok = { topic: "t", provisioned: true, reportBatchItemFailures: true, retryAttempts: -1 };
+
+  it("accepts provisioned mode, partial batch responses, unlimited retries and no destination", () => {
+    expect(() => checkKafkaMapping(ok)).not.toThrow();
+    expect(() =>
+      checkKafkaMapping({ topic: "t", provisioned: true, reportBatchItemFailures: true }),
+    ).not.toThrow();
+  });
+
+  it("refuses a mapping that would ignore the partial batch response", () => {
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, provisioned: false }))).toBe(
+      "KafkaMappingNotProvisioned",
+    );
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, reportBatchItemFailures: false }))).toBe(
+      "KafkaMappingWithoutPartialBatchResponse",
+    );
+  });
+
+  it("refuses a mapping that drops or dead-letters what the consumer handed back unfinished", () => {
+    for (const bad of [
+      { retryAttempts: 2 },
+      { maxRecordAgeSeconds: 3600 },
+      { onFailureDestination: "kafka://t.DLQ" },
+    ]) {
+      expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, ...bad }))).toBe(
+        "KafkaMappingDeadLettersUnfinishedRecords",
+      );
+    }
   });
 });
 
 describe("retry paths and the dedup window", () => {
-  it("standard queues: max(retention, DLQ retention), since expiry counts from the original enqueue", () => {
-    expect(
-      sqsRetryPathSeconds({ retentionSeconds: 4 * DAY, dlqRetentionSeconds: 14 * DAY, fifo: false }),
-    ).toBe(14 * DAY);
-  });
-
-  it("FIFO queues: retention + DLQ retention, since the enqueue time resets; plus planned replay", () => {
+  it("SQS: a parked copy (SendMessage) and a redriven copy are new messages with a fresh retention", () => {
+    // Received up to 4 d after the send, parked then (kept 14 d from the park), redriven just before
+    // it expires (kept 4 d more in the source): 22 d, for standard and FIFO queues alike.
+    expect(sqsRetryPathSeconds({ retentionSeconds: 4 * DAY, dlqRetentionSeconds: 14 * DAY })).toBe(22 * DAY);
     expect(
       sqsRetryPathSeconds({
         retentionSeconds: 4 * DAY,
         dlqRetentionSeconds: 14 * DAY,
-        fifo: true,
         plannedReplaySeconds: DAY,
       }),
-    ).toBe(19 * DAY);
+    ).toBe(23 * DAY);
+  });
+
+  it("SQS: with the defaults (4 d + 14 d) the path outlives a 15-day window, and the default window covers it", () => {
+    const defaults = sqsRetryPathSeconds({ retentionSeconds: 4 * DAY, dlqRetentionSeconds: 14 * DAY })!;
+    const path = { consumer: "c", description: "queue q", seconds: defaults };
+    expect(ruleCodeOf(() => checkDedupWindow("dedup", 15 * DAY, [path]))).toBe("DedupWindowTooShort");
+    expect(() => checkDedupWindow("dedup", DEDUP_DEFAULTS.windowSeconds, [path])).not.toThrow();
+  });
+
+  it("a path or window that is a token is not checked", () => {
+    expect(sqsRetryPathSeconds({ retentionSeconds: TOKEN, dlqRetentionSeconds: 14 * DAY })).toBeUndefined();
+    const known = { consumer: "c", description: "queue q", seconds: 22 * DAY };
+    expect(() => checkDedupWindow("dedup", TOKEN, [known])).not.toThrow();
+    expect(() =>
+      checkDedupWindow("dedup", DAY, [{ consumer: "c", description: "queue q", seconds: undefined }]),
+    ).not.toThrow();
   });
 
   it("Kafka: the longest of (delays before a stage + its retention)", () => {
@@ -88,6 +264,15 @@ describe("retry paths and the dedup window", () => {
     expect(kafkaRetryPathSeconds(stages, 3600)).toBe(14 * DAY + 65 + 3600);
   });
 
+  it("Kafka: a record replayed from the DLQ is a new record, retained in the topic it lands in", () => {
+    const stages = [
+      { topic: "t", delaySeconds: 0, retentionSeconds: 7 * DAY },
+      { topic: "t.retry.5s", delaySeconds: 5, retentionSeconds: DAY },
+      { topic: "t.DLQ", delaySeconds: 0, retentionSeconds: 14 * DAY, replayedIntoRetentionSeconds: 7 * DAY },
+    ];
+    expect(kafkaRetryPathSeconds(stages)).toBe(21 * DAY + 5);
+  });
+
   it("fails when a path reaches the window, naming every offending consumer", () => {
     const paths = [
       { consumer: "a", description: "queue a", seconds: 14 * DAY },
@@ -97,7 +282,8 @@ describe("retry paths and the dedup window", () => {
     expect(() => checkDedupWindow("dedup", 15 * DAY, paths)).toThrow(
       /"dedup" remembers keys for 15d.*- b: topic b = 16d/s,
     );
-    expect(() => checkDedupWindow("dedup", 16 * DAY, paths)).toThrow(/above 1382400s/);
+    expect(() => checkDedupWindow("dedup", 16 * DAY, paths)).toThrow(/window above 1382400s/);
+    expect(ruleCodeOf(() => checkDedupWindow("dedup", 16 * DAY, paths))).toBe("DedupWindowTooShort");
     expect(() => checkDedupWindow("dedup", 14 * DAY, paths)).toThrow(/- a: queue a = 14d[\s\S]*- b:/);
   });
 
@@ -147,7 +333,8 @@ describe("retry ladder declaration", () => {
       ],
       deadLetterTopic: "order-events.DLQ",
     });
-    expect(ladderRetryPathSeconds(ladder)).toBe(14 * DAY + 665);
+    // The DLQ stage: 665 s of delays + 14 d + a replay's 7 d in the main topic.
+    expect(ladderRetryPathSeconds(ladder)).toBe(21 * DAY + 665);
   });
 
   it("is accepted by the library's ladder parser (lib/kafka/retryLadder.ts), names and delays alike", () => {
@@ -161,6 +348,15 @@ describe("retry ladder declaration", () => {
     expect(() => ladderTopics({ ...ladder, retryDelaysSeconds: [60, 5] })).toThrow(/must grow/);
     expect(() => ladderTopics({ ...ladder, topic: "bad topic" })).toThrow(/invalid Kafka topic name/);
     expect(() => ladderTopics({ ...ladder, replicationFactor: 1, minInsyncReplicas: 2 })).toThrow(/exceeds/);
+    for (const bad of [
+      { retryDelaysSeconds: [60, 5] },
+      { topic: "bad topic" },
+      { partitions: 0 },
+      { retryDelaysSeconds: [1.5] },
+      { replicationFactor: 1, minInsyncReplicas: 2 },
+    ]) {
+      expect(ruleCodeOf(() => ladderTopics({ ...ladder, ...bad }))).toBe("RetryLadderInvalid");
+    }
   });
 
   it("encodes MSK topic configs as base64 key=value lines", () => {

@@ -1,6 +1,9 @@
-import { Duration, Stack } from "aws-cdk-lib";
+import { CfnParameter, Duration, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { buildApp } from "../../infra/app.ts";
@@ -8,11 +11,14 @@ import { CONTEXT_DEFAULTS } from "../../infra/config.ts";
 import { ReferenceServiceStack, STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
 import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
 import { DedupTable } from "../../lib/cdk/dedupTable.ts";
+import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
 import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
 import { QueueWithDlq } from "../../lib/cdk/queueWithDlq.ts";
-import { findingsOf, testApp } from "./synthHelpers.ts";
+import { findingsOf, ruleCodeOf, testApp, validationReport } from "./synthHelpers.ts";
 
 // Small stacks, no bundling: each rule must fail synth with a message that says what to change.
+// A synthesis of the whole reference app runs cdk-nag and cfn-guard: tens of seconds on two shared cores.
+const APP_SYNTH = { timeout: 180_000 };
 const consumer = (stack: Stack, id: string, timeout: Duration) =>
   new ConsumerFunction(stack, id, { entry: STUB_ENTRY, timeout });
 
@@ -30,28 +36,68 @@ describe("visibility timeout vs. consumer timeout", () => {
   it("fails synth when the visibility timeout is too short", () => {
     const stack = new Stack(testApp(), "S");
     const q = new QueueWithDlq(stack, "Q", { visibilityTimeout: Duration.seconds(60) });
-    expect(() => consumer(stack, "C", Duration.seconds(30)).addSqsTrigger(q)).toThrow(
-      /visibility timeout of 1m \(60s\), but its consumer "C" needs at least 6 × function timeout \(30s\) \+ batching window \(0s\) = 3m \(180s\)/,
+    const c = consumer(stack, "C", Duration.seconds(30));
+    expect(ruleCodeOf(() => c.addSqsTrigger(q))).toBe("VisibilityTimeoutTooShort");
+    expect(() => c.addSqsTrigger(q)).toThrow(
+      /^\[VisibilityTimeoutTooShort\] S\/C: .*visibility timeout of 1m \(60s\), but its consumer "C" needs at least 6 × function timeout \(30s\) \+ batching window \(0s\) = 3m \(180s\)/,
     );
+  });
+
+  it("sizes a heartbeat queue at the function timeout, where the default heartbeat fires within the invocation", () => {
+    const stack = new Stack(testApp(), "S");
+    const q = new QueueWithDlq(stack, "Q", {
+      consumerTimeout: Duration.minutes(5),
+      visibilityHeartbeat: true,
+    });
+    expect(() => consumer(stack, "C", Duration.minutes(5)).addSqsTrigger(q, { batchSize: 1 })).not.toThrow();
+    Template.fromStack(stack).hasResourceProperties("AWS::SQS::Queue", { VisibilityTimeout: 300 });
+    const short = new QueueWithDlq(stack, "Short", {
+      visibilityTimeout: Duration.minutes(2),
+      visibilityHeartbeat: true,
+    });
+    // Lambda refuses a visibility timeout below the function timeout.
+    expect(ruleCodeOf(() => consumer(stack, "C2", Duration.minutes(5)).addSqsTrigger(short))).toBe(
+      "HeartbeatVisibilityTooShort",
+    );
+  });
+
+  it("skips a batch size or a batching window that is a token", () => {
+    const stack = new Stack(testApp(), "S");
+    const size = new CfnParameter(stack, "Size", { type: "Number" }).valueAsNumber;
+    const window = Duration.seconds(new CfnParameter(stack, "Window", { type: "Number" }).valueAsNumber);
+    const fifo = new QueueWithDlq(stack, "F", { fifo: true, consumerTimeout: Duration.seconds(30) });
+    const std = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
+    // Read as numbers, the tokens would be a batch size "below 1" and a window "below 0".
+    expect(() =>
+      consumer(stack, "C", Duration.seconds(30)).addSqsTrigger(fifo, { batchSize: size }),
+    ).not.toThrow();
+    expect(() =>
+      consumer(stack, "D", Duration.seconds(30)).addSqsTrigger(std, {
+        batchSize: 100,
+        maxBatchingWindow: window,
+      }),
+    ).not.toThrow();
   });
 
   it("counts the batching window", () => {
     const stack = new Stack(testApp(), "S");
     const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
-    expect(() =>
-      consumer(stack, "C", Duration.seconds(30)).addSqsTrigger(q, {
+    const c = consumer(stack, "C", Duration.seconds(30));
+    const trigger = () =>
+      c.addSqsTrigger(q, {
         batchSize: 100,
         maxBatchingWindow: Duration.seconds(5),
-      }),
-    ).toThrow(/= 3m 5s \(185s\)/);
+      });
+    expect(ruleCodeOf(trigger)).toBe("VisibilityTimeoutTooShort");
+    expect(trigger).toThrow(/= 3m 5s \(185s\)/);
   });
 
   it("catches a function timeout raised after the queue was sized", () => {
     const stack = new Stack(testApp(), "S");
     const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
-    expect(() => consumer(stack, "C", Duration.seconds(31)).addSqsTrigger(q)).toThrow(
-      /needs at least .* \(186s\)/,
-    );
+    const c = consumer(stack, "C", Duration.seconds(31));
+    expect(ruleCodeOf(() => c.addSqsTrigger(q))).toBe("VisibilityTimeoutTooShort");
+    expect(() => c.addSqsTrigger(q)).toThrow(/needs at least .* \(186s\)/);
   });
 
   it("fails the reference stack when its orders queue is set too short", () => {
@@ -61,7 +107,9 @@ describe("visibility timeout vs. consumer timeout", () => {
           context: CONTEXT_DEFAULTS,
           ordersQueue: { visibilityTimeout: Duration.seconds(120) },
         }),
-    ).toThrow(/Queue "R\/Orders" has a visibility timeout of 2m \(120s\)/);
+    ).toThrow(
+      /\[VisibilityTimeoutTooShort\] R\/order-consumer: Queue "R\/Orders" has a visibility timeout of 2m \(120s\)/,
+    );
   });
 });
 
@@ -78,15 +126,52 @@ describe("dedup window vs. retry paths", () => {
     // Declared before the trigger: the check runs at synth, so later triggers still count.
     const c = consumer(stack, "C", Duration.seconds(30)).useDedupWindow(dedup);
     c.addSqsTrigger(q);
+    expect(ruleCodeOf(() => app.synth())).toBe("DedupWindowTooShort");
     expect(() => app.synth()).toThrow(
-      /Dedup table "S\/Dedup" remembers keys for 3d \(259200s\)[\s\S]*- C: queue Q: max\(retention, DLQ retention\) with retention 4d, DLQ 4d = 4d \(345600s\)/,
+      /Dedup table "S\/Dedup" remembers keys for 3d \(259200s\)[\s\S]*- C: queue Q: retention 4d \+ parked in the DLQ 4d \+ redriven 4d = 12d \(1036800s\)/,
     );
+  });
+
+  it("counts a copy parked with SendMessage and a redriven copy: the default queue outlives a 15-day window", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    // 4 d retention, 14 d DLQ retention (the defaults): the old rule took max(4 d, 14 d) = 14 d < 15 d.
+    const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
+    const dedup = new DedupTable(stack, "Dedup", { window: Duration.days(15) });
+    consumer(stack, "C", Duration.seconds(30)).useDedupWindow(dedup).addSqsTrigger(q);
+    expect(ruleCodeOf(() => app.synth())).toBe("DedupWindowTooShort");
+    expect(() => app.synth()).toThrow(/- C: queue Q: .* = 22d \(1900800s\)/);
+  });
+
+  it("passes with the default queue and the default dedup window", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
+    consumer(stack, "C", Duration.seconds(30))
+      .useDedupWindow(new DedupTable(stack, "Dedup"))
+      .addSqsTrigger(q);
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it("does not check a retention that is a token", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    const days = new CfnParameter(stack, "Retention", { type: "Number" }).valueAsNumber;
+    const q = new QueueWithDlq(stack, "Q", {
+      consumerTimeout: Duration.seconds(30),
+      retentionPeriod: Duration.seconds(days),
+      dlqRetentionPeriod: Duration.days(14),
+    });
+    const dedup = new DedupTable(stack, "Dedup", { window: Duration.days(1) });
+    consumer(stack, "C", Duration.seconds(30)).useDedupWindow(dedup).addSqsTrigger(q);
+    expect(() => app.synth()).not.toThrow();
   });
 
   it("passes when the window is longer", () => {
     const app = testApp();
     const stack = new Stack(app, "S");
-    const dedup = new DedupTable(stack, "Dedup", { window: Duration.days(5) });
+    // 4 d + parked 4 d + redriven 4 d = 12 d.
+    const dedup = new DedupTable(stack, "Dedup", { window: Duration.days(13) });
     const q = new QueueWithDlq(stack, "Q", {
       consumerTimeout: Duration.seconds(30),
       retentionPeriod: Duration.days(4),
@@ -112,7 +197,7 @@ describe("dedup window vs. retry paths", () => {
       subnets: { subnets: vpc.privateSubnets },
       securityGroup: ec2.SecurityGroup.fromSecurityGroupId(stack, "Sg", "sg-1"),
     };
-    const dedup = new DedupTable(stack, "Dedup"); // 15 days
+    const dedup = new DedupTable(stack, "Dedup", { window: Duration.days(15) });
     new ConsumerFunction(stack, "K", {
       entry: STUB_ENTRY,
       vpc,
@@ -126,12 +211,14 @@ describe("dedup window vs. retry paths", () => {
         partitions: 3,
         deadLetterRetentionSeconds: 15 * 86_400,
       });
+    expect(ruleCodeOf(() => app.synth())).toBe("DedupWindowTooShort");
     expect(() => app.synth()).toThrow(/remembers keys for 15d[\s\S]*- K: topic events: retry ladder 1m → 1h/);
   });
 
   it("fails the reference stack when its dedup window is shorter than the Kafka DLQ retention", () => {
     const app = testApp();
     new ReferenceServiceStack(app, "R", { context: CONTEXT_DEFAULTS, dedupWindow: Duration.days(10) });
+    expect(ruleCodeOf(() => app.synth())).toBe("DedupWindowTooShort");
     expect(() => app.synth()).toThrow(/Dedup table "R\/Dedup" remembers keys for 10d[\s\S]*payment-consumer/);
   });
 });
@@ -157,53 +244,176 @@ describe("other synth-time guards", () => {
           dlqRetentionPeriod: Duration.days(1),
         }),
     ).toThrow(/DLQ retention \(1d\) is shorter than the queue's \(7d\)/);
-    expect(() => new QueueWithDlq(stack, "Q2", {})).toThrow(/give consumerTimeout/);
+    expect(
+      ruleCodeOf(
+        () =>
+          new QueueWithDlq(stack, "Q1", {
+            consumerTimeout: Duration.seconds(30),
+            retentionPeriod: Duration.days(7),
+            dlqRetentionPeriod: Duration.days(1),
+          }),
+      ),
+    ).toBe("DlqRetentionShorterThanQueue");
+    expect(ruleCodeOf(() => new QueueWithDlq(stack, "Q2", {}))).toBe("VisibilityTimeoutUnknown");
+    expect(
+      ruleCodeOf(() =>
+        new ConsumerFunction(stack, "K", { entry: STUB_ENTRY }).addMskTrigger(clusterIn(stack), ladder),
+      ),
+    ).toBe("MskConsumerOutsideVpc");
+  });
+});
+
+const ladder = { topic: "events", retryDelaysSeconds: [60], partitions: 3 };
+/** A referenced cluster in `stack` (its VPC and security group are created once per stack). */
+function clusterIn(stack: Stack): MskClusterRef {
+  const vpc =
+    (stack.node.tryFindChild("Vpc") as ec2.IVpc | undefined) ??
+    ec2.Vpc.fromVpcAttributes(stack, "Vpc", {
+      vpcId: "vpc-1",
+      availabilityZones: ["us-east-1a"],
+      privateSubnetIds: ["subnet-1"],
+    });
+  const securityGroup =
+    (stack.node.tryFindChild("Sg") as ec2.ISecurityGroup | undefined) ??
+    ec2.SecurityGroup.fromSecurityGroupId(stack, "Sg", "sg-1");
+  return {
+    clusterArn: CONTEXT_DEFAULTS.mskClusterArn,
+    bootstrapBrokers: "b-1:9098",
+    kind: "provisioned",
+    vpc,
+    subnets: { subnets: vpc.privateSubnets },
+    securityGroup,
+  };
+}
+function kafkaConsumer(stack: Stack, cluster: MskClusterRef): ConsumerFunction {
+  return new ConsumerFunction(stack, "P", {
+    entry: STUB_ENTRY,
+    vpc: cluster.vpc,
+    vpcSubnets: cluster.subnets,
+    securityGroups: [cluster.securityGroup],
+  });
+}
+
+describe("Kafka mappings: the library decides the fate of every record", () => {
+  it("maps every ladder topic in provisioned mode with partial batch responses, no retry limit and no destination", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder);
+    app.synth();
+    const mappings = Object.values(
+      Template.fromStack(stack).findResources("AWS::Lambda::EventSourceMapping"),
+    );
+    expect(mappings).toHaveLength(2);
+    for (const m of mappings) {
+      expect(m.Properties.FunctionResponseTypes).toEqual(["ReportBatchItemFailures"]);
+      expect(m.Properties.ProvisionedPollerConfig).toBeDefined();
+      expect(m.Properties.MaximumRetryAttempts).toBe(-1);
+      expect(m.Properties.DestinationConfig).toBeUndefined();
+    }
+  });
+
+  it("fails synth when a mapping of the consumer is changed to give up on records (escape hatch)", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    const [main] = kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder);
+    const cfn = main!.node.defaultChild as lambda.CfnEventSourceMapping;
+    cfn.maximumRetryAttempts = 2;
+    cfn.destinationConfig = { onFailure: { destination: "kafka://events.DLQ" } };
+    expect(ruleCodeOf(() => app.synth())).toBe("KafkaMappingDeadLettersUnfinishedRecords");
+  });
+
+  it("fails synth on a Kafka mapping added by hand without provisioned mode or partial batch responses", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    const fn = kafkaConsumer(stack, clusterIn(stack));
+    fn.function.addEventSource(
+      new ManagedKafkaEventSource({
+        clusterArn: CONTEXT_DEFAULTS.mskClusterArn,
+        topic: "events",
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      }),
+    );
+    expect(ruleCodeOf(() => app.synth())).toBe("KafkaMappingNotProvisioned");
+  });
+
+  it("refuses pollers that would leave provisioned mode", () => {
+    const stack = new Stack(testApp(), "S");
+    expect(
+      ruleCodeOf(() =>
+        kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder, {
+          pollers: { minimumPollers: 0, maximumPollers: 2 },
+        }),
+      ),
+    ).toBe("MskPollersOutOfRange");
+  });
+});
+
+describe("AWS Control Tower controls at synth", () => {
+  it("fails synth on a finding nobody acknowledged, next to acknowledged ones", APP_SYNTH, () => {
+    const { app, stack } = buildApp(testApp());
+    // An alarm that notifies nobody (CT.CLOUDWATCH.PR.1), outside ConsumerMonitoring.
+    new cloudwatch.Alarm(stack, "Bare", {
+      metric: new cloudwatch.Metric({ namespace: "N", metricName: "M" }),
+      threshold: 1,
+      evaluationPeriods: 1,
+    });
+    expect(() => app.synth()).toThrow(/CT\.CLOUDWATCH\.PR\.1[\s\S]*R?eliableConsumersReference\/Bare/);
   });
 });
 
 describe("variants of the reference app", () => {
-  it("MSK Serverless: topics through the admin custom resource, no AWS::MSK::Topic, nag-clean", () => {
-    const { app, stack } = buildApp(testApp({ mskClusterKind: "serverless" }));
-    app.synth();
-    expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
-    const t = Template.fromStack(stack);
-    t.resourceCountIs("AWS::MSK::Topic", 0);
-    const topics = Object.values(t.findResources("Custom::KafkaTopic")).map((r) => r.Properties.Topic);
-    expect(topics.map((x) => x.Name).sort()).toEqual([
-      "order-events",
-      "order-events.DLQ",
-      "order-events.retry.10m",
-      "order-events.retry.1m",
-      "order-events.retry.5s",
-    ]);
-    for (const topic of topics) {
-      expect(topic.Partitions).toBe(6);
-      expect(topic.Configs["min.insync.replicas"]).toBeUndefined(); // fixed by MSK Serverless
-      expect(topic.Configs["retention.ms"]).toBeDefined();
-    }
-    const admin = Object.entries(t.findResources("AWS::IAM::Policy")).find(([id]) =>
-      id.startsWith("TopicsAdmin"),
-    )!;
-    const actions = admin[1].Properties.PolicyDocument.Statement.flatMap(
-      (s: { Action: string[] }) => s.Action,
-    );
-    expect(actions).toEqual(
-      expect.arrayContaining(["kafka-cluster:CreateTopic", "kafka-cluster:AlterTopic"]),
-    );
-  });
+  it(
+    "MSK Serverless: topics through the admin custom resource, no AWS::MSK::Topic, nag-clean",
+    APP_SYNTH,
+    () => {
+      const { app, stack } = buildApp(testApp({ mskClusterKind: "serverless" }));
+      const assembly = app.synth();
+      expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
+      expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
+      const t = Template.fromStack(stack);
+      t.resourceCountIs("AWS::MSK::Topic", 0);
+      const topics = Object.values(t.findResources("Custom::KafkaTopic")).map((r) => r.Properties.Topic);
+      expect(topics.map((x) => x.Name).sort()).toEqual([
+        "order-events",
+        "order-events.DLQ",
+        "order-events.retry.10m",
+        "order-events.retry.1m",
+        "order-events.retry.5s",
+      ]);
+      for (const topic of topics) {
+        expect(topic.Partitions).toBe(6);
+        expect(topic.Configs["min.insync.replicas"]).toBeUndefined(); // fixed by MSK Serverless
+        expect(topic.Configs["retention.ms"]).toBeDefined();
+      }
+      const admin = Object.entries(t.findResources("AWS::IAM::Policy")).find(([id]) =>
+        id.startsWith("TopicsAdmin"),
+      )!;
+      const actions = admin[1].Properties.PolicyDocument.Statement.flatMap(
+        (s: { Action: string[] }) => s.Action,
+      );
+      expect(actions).toEqual(
+        expect.arrayContaining(["kafka-cluster:CreateTopic", "kafka-cluster:AlterTopic"]),
+      );
+    },
+  );
 
-  it("createMskCluster: a provisioned IAM/TLS cluster in a new VPC with endpoints, nag-clean", () => {
-    const { app, stack } = buildApp(testApp({ createMskCluster: true }));
-    app.synth();
-    expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
-    const t = Template.fromStack(stack);
-    t.hasResourceProperties("AWS::MSK::Cluster", {
-      KafkaVersion: "3.6.0",
-      ClientAuthentication: { Sasl: { Iam: { Enabled: true } }, Unauthenticated: { Enabled: false } },
-      EncryptionInfo: { EncryptionInTransit: { ClientBroker: "TLS", InCluster: true } },
-    });
-    t.resourceCountIs("AWS::EC2::NatGateway", 0);
-    t.resourceCountIs("AWS::EC2::VPCEndpoint", 5);
-    t.resourceCountIs("AWS::MSK::Topic", 5);
-  });
+  it(
+    "createMskCluster: a provisioned IAM/TLS cluster in a new VPC with endpoints, nag-clean",
+    APP_SYNTH,
+    () => {
+      const { app, stack } = buildApp(testApp({ createMskCluster: true }));
+      const assembly = app.synth();
+      expect(findingsOf(new AwsSolutionsChecks().validateScope(stack))).toEqual([]);
+      expect(validationReport(assembly.directory, GUARD_PLUGIN).violations).toEqual([]);
+      const t = Template.fromStack(stack);
+      t.hasResourceProperties("AWS::MSK::Cluster", {
+        KafkaVersion: "3.6.0",
+        ClientAuthentication: { Sasl: { Iam: { Enabled: true } }, Unauthenticated: { Enabled: false } },
+        EncryptionInfo: { EncryptionInTransit: { ClientBroker: "TLS", InCluster: true } },
+      });
+      t.resourceCountIs("AWS::EC2::NatGateway", 0);
+      t.resourceCountIs("AWS::EC2::VPCEndpoint", 5);
+      t.resourceCountIs("AWS::MSK::Topic", 5);
+    },
+  );
 });

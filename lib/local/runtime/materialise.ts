@@ -68,6 +68,8 @@ export const INERT_TYPES: Readonly<Record<string, string>> = {
   "AWS::Logs::LogGroup": "function logs go to the local log directory, one file per function",
   "AWS::CloudWatch::Alarm": "metrics and alarms are not evaluated locally (EMF lines stay in the logs)",
   "AWS::CloudWatch::Dashboard": "dashboards are not rendered locally",
+  "AWS::SNS::Topic": "alarms are not evaluated locally, so nothing is published to alarm topics",
+  "AWS::SNS::TopicPolicy": "resource policies are not enforced locally",
   "AWS::CDK::Metadata": "CDK metadata",
   "AWS::KMS::Key": "encryption at rest is not emulated",
   "AWS::KMS::Alias": "encryption at rest is not emulated",
