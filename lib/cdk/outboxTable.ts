@@ -174,7 +174,8 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     );
     const reads = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a === "dynamodb:Query");
     const writes = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a !== "dynamodb:Query");
-    this.grantActions(fn.function, reads, [this.pendingIndexArn]);
+    // The table too: the order check reads each aggregate's previous event (lib/outbox/aggregateOrder.ts).
+    this.grantActions(fn.function, reads, [this.pendingIndexArn, this.table.tableArn]);
     this.grantActions(fn.function, writes, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
     return rule;

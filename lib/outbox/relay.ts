@@ -5,6 +5,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import { describeError } from "../core/errors.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
+import { predecessorStates } from "./aggregateOrder.ts";
 import { NotAnOutboxItemError, StreamViewTypeError } from "./errors.ts";
 import { isOutboxKey, type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
@@ -52,6 +53,8 @@ export interface RelayReport {
   readonly parked: number;
   readonly failed: number;
   readonly skipped: number;
+  /** Left pending, acked: an older event of their aggregate is still waiting (the sweeper publishes them). */
+  readonly deferred: number;
   readonly markFailures: number;
 }
 
@@ -104,7 +107,11 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       const error = new NotAnOutboxItemError(
         "an INSERT of a non-outbox item reached the relay; check the event-source filter (OUTBOX_STREAM_FILTER_PATTERN)",
       );
-      telemetry?.logger.error(error.message, { sequenceNumber: record.dynamodb?.SequenceNumber });
+      // Logged under the error's name (docs/outbox.md), so a search for it finds the missing filter.
+      telemetry?.logger.error(`${error.name}: ${error.message}`, {
+        error: describeError(error),
+        sequenceNumber: record.dynamodb?.SequenceNumber,
+      });
       return { kind: "skip", reason: "not-outbox" };
     }
     if (image[A.pending] === undefined) return { kind: "skip", reason: "not-pending" };
@@ -133,10 +140,45 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       const failedAt = new Set<number>();
       let skipped = 0;
 
+      // Order per aggregate (aggregateOrder.ts): an event whose aggregate has an older event still
+      // pending or parked is not published here. It stays pending and its record is acked, so the
+      // shard moves on; the sweeper publishes it once everything older is out.
+      const pkOf = (p: Parsed): string | undefined =>
+        p.kind === "event" ? p.image[A.pk]?.S : p.kind === "park" ? p.key?.pk : undefined;
+      const firsts = new Map<string, { pk: string; sk: string }>();
+      const parkedInBatch = new Set<string>();
+      const heldBehindPark = new Set<number>();
+      parsed.forEach((p, i) => {
+        const pk = pkOf(p);
+        if (pk === undefined) return;
+        if (p.kind === "park") parkedInBatch.add(pk);
+        else if (parkedInBatch.has(pk)) heldBehindPark.add(i);
+        if (!firsts.has(pk) && p.kind === "event") firsts.set(pk, { pk, sk: p.image[A.sk]!.S! });
+      });
+      const predecessors = await predecessorStates(client, tableName, [...firsts.values()]);
+      let deferred = 0;
       const eventIdx: number[] = [];
       parsed.forEach((p, i) => {
-        if (p.kind === "event") eventIdx.push(i);
-        else if (p.kind === "skip") skipped++;
+        if (p.kind === "skip") {
+          skipped++;
+          return;
+        }
+        if (p.kind !== "event") return;
+        const pk = p.image[A.pk]!.S!;
+        const before = predecessors.get(pk);
+        if (before?.state === "unknown") {
+          failedAt.add(i);
+          telemetry?.logger.warn("outbox order check failed; will retry", {
+            eventId: p.event.eventId,
+            error: describeError(before.error),
+          });
+        } else if (before?.state === "waiting" || heldBehindPark.has(i)) {
+          deferred++;
+          telemetry?.logger.info("outbox event held: an older event of its aggregate is waiting", {
+            eventId: p.event.eventId,
+            blockedBy: before?.state === "waiting" ? before.blockingSk : "parked in this batch",
+          });
+        } else eventIdx.push(i);
       });
       const events = eventIdx.map((i) => (parsed[i] as Extract<Parsed, { kind: "event" }>).event);
       const outcomes = await publisher.publish(events);
@@ -221,6 +263,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         parked,
         failed: failedAt.size,
         skipped,
+        deferred,
         markFailures: cleared.failed,
       };
       if (telemetry) {
@@ -228,6 +271,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         if (parked) telemetry.count(METRIC.outboxParked, parked);
         if (failedAt.size) telemetry.count(METRIC.outboxPublishFailures, failedAt.size);
         if (skipped) telemetry.count(METRIC.outboxRelaySkipped, skipped);
+        if (deferred) telemetry.count(METRIC.outboxDeferred, deferred);
         if (cleared.failed) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
       }
       if (failedAt.size === 0) return { batchItemFailures: [] };
