@@ -377,7 +377,7 @@ describe("publisher batch sizing", () => {
       aggregateType: "doc",
       aggregateId: `d${i}`,
       eventType: "Big",
-      payload: String(i).repeat(200_000),
+      payload: String(i).repeat(250_000),
       contentType: "text/plain",
       schemaVersion: "1",
       headers: {},
@@ -387,7 +387,7 @@ describe("publisher batch sizing", () => {
     }));
     const outcomes = await publisher.publish(events);
     expect(outcomes.map((o) => o.status)).toEqual(Array(5).fill("published"));
-    // 4 × 200 KB fit one call under 1 MiB; the 5th goes in a second.
+    // 4 × 250 KB fit one call under 1 MiB; the 5th goes in a second (256 KiB: one call each).
     expect(publisher.calls.sqsSendMessageBatch).toBe(2);
     expect((await receiveAll(sqs, url)).length).toBe(5);
   });
