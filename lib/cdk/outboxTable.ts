@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Token, Validations } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
@@ -18,7 +18,7 @@ import {
   OUTBOX_TTL_ATTRIBUTE,
 } from "../outbox/schema.ts";
 import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
-import { dedupWindowValidation, type RetryPath } from "./rules.ts";
+import { checkRelayParallelization, dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface OutboxTableProps {
   /** @default - a CloudFormation-generated name */
@@ -45,8 +45,9 @@ export interface RelayOptions {
   /** @default Duration.hours(6) (the stream keeps records 24 h) */
   readonly maxRecordAge?: Duration;
   /**
-   * 1 keeps one relay per shard. Events of one aggregate share a partition key, so a higher factor
-   * still keeps their order. @default 1
+   * Concurrent batches per stream shard. Only 1 is accepted: with more, Lambda keeps order only per
+   * item, and every outbox event is its own item, so an aggregate's events could be published out
+   * of order (`checkRelayParallelization` in rules.ts fails synth). @default 1
    */
   readonly parallelizationFactor?: number;
   /** Where the metadata of given-up batches goes. @default - a new encrypted queue, retained 14 days */
@@ -141,6 +142,8 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
           "stream mapping. It holds failure metadata for inspection and is not consumed, so it has no DLQ.",
       });
     }
+    const factor = options.parallelizationFactor ?? 1;
+    if (!Token.isUnresolved(factor)) checkRelayParallelization(fn.node.path, factor);
     this.relayFailures = onFailure;
     const source = new DynamoEventSource(this.table, {
       startingPosition: lambda.StartingPosition.TRIM_HORIZON,
@@ -151,7 +154,7 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
       reportBatchItemFailures: true,
       retryAttempts: options.retryAttempts ?? 20,
       maxRecordAge: options.maxRecordAge ?? Duration.hours(6),
-      parallelizationFactor: options.parallelizationFactor ?? 1,
+      parallelizationFactor: factor,
       onFailure: new SqsDlq(onFailure),
     });
     fn.function.addEventSource(source);
