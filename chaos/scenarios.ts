@@ -291,6 +291,7 @@ export async function relayLosesBroker(
     cutting = false;
     await cutter;
     records = await readTopic(kafka, topic);
+    const parked = await readQueue(service.sqs, service.names.parkingUrl);
     const seen = new Set<string>();
     const perAgg = new Map<string, number[]>();
     for (const r of records) {
@@ -315,9 +316,10 @@ export async function relayLosesBroker(
         messages: expected.size,
         faultsInjected: faults,
         lost: lostIds.length,
-        duplicateEffects: 0,
-        dlq: 0,
-        poisonParkedCorrectly: true,
+        // Not measured: each unit of work commits once, straight from the scenario, and no bad input is sent.
+        duplicateEffects: null,
+        dlq: parked.length,
+        poisonParkedCorrectly: null,
         duplicateDeliveries: records.length - seen.size,
         aggregatesOutOfOrder: outOfOrder.length + keyMismatch,
         relayInvocations:
@@ -550,9 +552,12 @@ export async function brokerDownDuringRebalance(
         messages: options.events,
         faultsInjected: faults,
         lost: lostIds.length,
-        duplicateEffects: 0,
+        // Not measured: no transactional path (events go straight to the topic), no bad input, no outbox.
+        duplicateEffects: null,
         dlq: dead.length,
-        poisonParkedCorrectly: dead.length === 0,
+        poisonParkedCorrectly: null,
+        aggregatesOutOfOrder: null,
+        goodDeadLettered: dead.length,
         leaseGuardedDuplicates: dups,
         unaccountedDuplicates: dups,
       },
