@@ -15,6 +15,7 @@ import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "../lib/kafka/producer.ts";
 import { createAppTable } from "../lib/local/appTable.ts";
+import { startDynamoDbLocal } from "../lib/local/dynamodbLocal.ts";
 import { deleteTable } from "../lib/local/resources.ts";
 import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
 import { createOutboxRelay } from "../lib/outbox/relay.ts";
@@ -38,9 +39,24 @@ interface ScenarioResult {
   unitOfWork: { messagesPerSec: number; ddbRequestsPerMessage: number; actionsPerTransaction: number };
 }
 
-async function scenario(kind: Kind, run: string): Promise<ScenarioResult> {
-  const writerClient = new DynamoDBClient({});
-  const relayClient = new DynamoDBClient({});
+/**
+ * Each scenario on a DynamoDB Local of its own, stopped afterwards (as chaos/scenarios.ts
+ * withOwnDynamoDb does): DynamoDB Local slows down with what it has held, deleted tables or not, so
+ * on one shared instance the unit-of-work rate fell from 343 to 80 to 35 messages/s from the first
+ * scenario to the third, and whichever ran last looked slowest.
+ */
+async function onOwnDynamoDb<T>(run: (endpoint: string) => Promise<T>): Promise<T> {
+  const ddb = await startDynamoDbLocal();
+  try {
+    return await run(ddb.endpoint);
+  } finally {
+    await ddb.stop();
+  }
+}
+
+async function scenario(kind: Kind, run: string, endpoint: string): Promise<ScenarioResult> {
+  const writerClient = new DynamoDBClient({ endpoint });
+  const relayClient = new DynamoDBClient({ endpoint });
   const sqs = createSqsClient();
   const table = `bench-outbox-${kind}-${run}`;
   const streamArn = await createAppTable(writerClient, table);
@@ -111,7 +127,7 @@ async function scenario(kind: Kind, run: string): Promise<ScenarioResult> {
     // 2. Collect the stream as Lambda would deliver it (batches of 100, filtered), not timed.
     const batches: DynamoDBStreamEvent[] = [];
     await createStreamPoller({
-      client: new DynamoDBStreamsClient({}),
+      client: new DynamoDBStreamsClient({ endpoint }),
       streamArn,
       batchSize: 100,
       filterPattern: OUTBOX_STREAM_FILTER_PATTERN,
@@ -175,9 +191,9 @@ export async function runOutboxBench(): Promise<Record<string, unknown>> {
   try {
     return {
       workload: `${EVENTS} events (unit of work: marker + order + event per message, ${WRITE_CONCURRENCY} in flight), relayed from DynamoDB Streams batches of 100 over ${AGGREGATES} aggregates`,
-      sqs: await scenario("sqs", run),
-      sqsFifo: await scenario("sqsFifo", run),
-      kafka: await scenario("kafka", run),
+      sqs: await onOwnDynamoDb((endpoint) => scenario("sqs", run, endpoint)),
+      sqsFifo: await onOwnDynamoDb((endpoint) => scenario("sqsFifo", run, endpoint)),
+      kafka: await onOwnDynamoDb((endpoint) => scenario("kafka", run, endpoint)),
     };
   } finally {
     await disconnectAllKafkaProducers();

@@ -49,7 +49,7 @@ export interface ChaosAssembly {
   readonly tempDir?: string;
 }
 
-const PROJECT_DIR = resolve(fileURLToPath(new URL("../../", import.meta.url)));
+const PROJECT_DIR = resolve(fileURLToPath(new URL("../", import.meta.url)));
 const PRELOAD = fileURLToPath(new URL("./netRedirect.ts", import.meta.url));
 
 /** Synthesizes chaos/chaosApp.ts (bundling included: ~30 s); once per chaos run. */
