@@ -17,13 +17,17 @@ import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
  * The outbox relay: a Lambda handler for the app table's DynamoDB stream.
  *
  * For each batch (one shard, in stream order):
+ * 0. Holds back (leaves pending, acks) the events of an aggregate that has an older event still
+ *    pending or parked (aggregateOrder.ts): order per aggregate when the mapping gave up on older
+ *    records, or one was parked. The sweeper publishes them once the older ones are out.
  * 1. Keeps the INSERTs of pending outbox events. Anything else is skipped and counted (the
  *    event-source filter OUTBOX_STREAM_FILTER_PATTERN normally keeps it away); a non-outbox INSERT
  *    is logged as NotAnOutboxItemError, because it means the filter is missing.
  * 2. Publishes the events (see publisher.ts: Kafka keyed by aggregate id, SQS batches of 10, FIFO
  *    groups by aggregate id with the event id as deduplication id).
  * 3. Parks the events that can never be published (malformed item, unknown destination, rejected
- *    by the broker): to the parking queue if configured, and marked in the table. Never dropped.
+ *    by the broker): to the parking queue if configured (a reference when the image does not fit
+ *    it), and marked in the table. Never dropped. A parked event holds its aggregate's later ones.
  * 4. Clears `pending` on the published events (BatchWriteItem, 25 a call).
  * 5. Returns `batchItemFailures` with the first record that failed (transiently, or whose parking
  *    failed): Lambda checkpoints there and retries it and everything after it, in order. Later

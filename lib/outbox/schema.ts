@@ -11,7 +11,8 @@
  * | outbox event  | `OUTBOX#<aggregateType>#<aggregateId>` | `EVENT#<eventId>` (UUIDv7, time-ordered) |
  *
  * All events of one aggregate share a partition key, so DynamoDB Streams delivers them to one shard
- * (and one Lambda concurrent batch, even with ParallelizationFactor > 1) in commit order.
+ * in commit order (and the relay's mapping reads a shard one batch at a time: ParallelizationFactor
+ * 1, since a higher factor keeps order only per item).
  */
 export const OUTBOX_ATTR = {
   /** Partition key (S). */
