@@ -30,6 +30,10 @@ const AGGREGATES = 400;
 const WRITE_CONCURRENCY = 16;
 
 type Kind = "sqs" | "sqsFifo" | "kafka";
+/** OUTBOX_BENCH_SCENARIOS=kafka (comma-separated) runs some of them, e.g. for a profile. @default all three */
+const KINDS = (process.env.OUTBOX_BENCH_SCENARIOS ?? "sqs,sqsFifo,kafka")
+  .split(",")
+  .map((k) => k.trim()) as Kind[];
 
 interface ScenarioResult {
   events: number;
@@ -191,9 +195,12 @@ export async function runOutboxBench(): Promise<Record<string, unknown>> {
   try {
     return {
       workload: `${EVENTS} events (unit of work: marker + order + event per message, ${WRITE_CONCURRENCY} in flight), relayed from DynamoDB Streams batches of 100 over ${AGGREGATES} aggregates`,
-      sqs: await onOwnDynamoDb((endpoint) => scenario("sqs", run, endpoint)),
-      sqsFifo: await onOwnDynamoDb((endpoint) => scenario("sqsFifo", run, endpoint)),
-      kafka: await onOwnDynamoDb((endpoint) => scenario("kafka", run, endpoint)),
+      ...Object.fromEntries(
+        await KINDS.reduce<Promise<Array<[Kind, ScenarioResult]>>>(
+          async (done, kind) => [...(await done), [kind, await onOwnDynamoDb((e) => scenario(kind, run, e))]],
+          Promise.resolve([]),
+        ),
+      ),
     };
   } finally {
     await disconnectAllKafkaProducers();
