@@ -245,9 +245,11 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
           else if (o.status === "rejected") {
             toPark.push({ item: e.item, error: o.error, eventId: e.event.eventId });
             blocked.set(pk, "parked");
+          } else if (blocked.get(pk) === "parked") {
+            held++; // behind an earlier event of its aggregate that this run parks
           } else {
             failed++;
-            if (!blocked.has(pk)) blocked.set(pk, "failed");
+            blocked.set(pk, "failed");
             telemetry?.logger.warn("sweeper: republish failed; next run retries", {
               eventId: e.event.eventId,
               error: describeError(o.error),

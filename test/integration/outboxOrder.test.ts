@@ -242,6 +242,58 @@ describe("order per aggregate", () => {
     expect(pending.map((i) => i.payload?.S)).toEqual(["A2"]);
   });
 
+  it("the sweeper parks an event too large even to park as a reference too, instead of retrying it every run", async () => {
+    const { table } = await appTable("toolarge-sweep");
+    const small = await queue("small2.fifo", 1_024);
+    const parking = await queue("parking2", 2_048);
+    let clock = Date.now();
+    const now = () => clock;
+    const uow = createInboxOutbox({
+      tableName: table,
+      scope: "s",
+      client: ddb,
+      defaultDestination: `sqs:${small}`,
+      now,
+    });
+    let big = "";
+    await uow.run(envelopeOf("s1", {}), (tx) => {
+      big = tx.publish({
+        aggregateType: "doc",
+        aggregateId: "A",
+        eventType: "E",
+        payload: "y".repeat(3_000),
+      });
+      tx.publish({ aggregateType: "doc", aggregateId: "B", eventType: "E", payload: "B1" });
+    });
+    await uow.run(envelopeOf("s2", {}), (tx) => {
+      tx.publish({ aggregateType: "doc", aggregateId: "A", eventType: "E", payload: "A2" });
+    });
+    clock += minAgeMs + 1_000;
+    const sweeper = createOutboxSweeper({
+      tableName: table,
+      client: ddb,
+      minAgeMs,
+      now,
+      parkingQueueUrl: parking,
+    });
+    expect(await sweeper.sweep()).toMatchObject({
+      republished: 1,
+      parked: 1,
+      failed: 0,
+      held: 1,
+      pendingCount: 1,
+    });
+    expect(await bodies(small)).toEqual(["B1"]);
+    const parked = (await receiveAll(sqs, parking)).map(
+      (m) => JSON.parse(m.Body!) as Record<string, unknown>,
+    );
+    expect(parked).toMatchObject([
+      { kind: "outbox-parked-ref", key: { pk: "OUTBOX#doc#A", sk: `EVENT#${big}` } },
+    ]);
+    // The next run does not try the parked event again, and A2 still waits behind it.
+    expect(await sweeper.sweep()).toMatchObject({ republished: 0, parked: 0, failed: 0, held: 1 });
+  });
+
   it("logs a non-outbox INSERT under the error's name, NotAnOutboxItemError", async () => {
     const { table, streamArn } = await appTable("notoutbox");
     const logger = new Logger({ serviceName: "test", logLevel: "SILENT" });
