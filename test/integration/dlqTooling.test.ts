@@ -12,7 +12,7 @@ import { inspectKafkaDeadLetters, replayKafkaDeadLetters } from "../../lib/dlq/k
 import { inspectSqsDeadLetters, redriveSqsDeadLetters } from "../../lib/dlq/sqsDeadLetters.ts";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
 import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
-import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
+import { parkInDeadLetterQueue, toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";
@@ -259,6 +259,40 @@ describe("SQS DLQ: inspect and redrive", () => {
     );
     expect(folded.context?.["x-last-error"]).toBe("InvalidJsonError: bad");
     expect(arrived[5]!.attrs).toEqual({ tenant: "t6" }); // no context to keep
+  });
+
+  it("a redriven copy parked again keeps its original's x-message-id in the new context", async () => {
+    const dlq = await queue("again-dlq");
+    const record = {
+      messageId: "copy-id",
+      receiptHandle: "rh",
+      body: "{}",
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {
+        "x-failure-context": { dataType: "String", stringValue: '{"x-message-id":"original-id"}' },
+      },
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:orders",
+      awsRegion: "us-east-1",
+    } as unknown as SQSRecord;
+    await parkInDeadLetterQueue(client, dlq.url, record, {
+      retryCount: 0,
+      firstFailedAt: new Date().toISOString(),
+      lastError: { type: "TransientError", message: "again" },
+      messageId: "copy-id",
+      consumer: "c",
+    });
+    const [letter] = (
+      await client.send(
+        new ReceiveMessageCommand({ QueueUrl: dlq.url, WaitTimeSeconds: 1, MessageAttributeNames: ["All"] }),
+      )
+    ).Messages!;
+    const context = JSON.parse(letter!.MessageAttributes!["x-failure-context"]!.StringValue!) as Record<
+      string,
+      string
+    >;
+    expect(context).toMatchObject({ "x-message-id": "original-id", "x-last-error": "TransientError: again" });
   });
 
   it("a redriven copy keeps x-message-id, so the consumer dedups it under the original's id", async () => {
