@@ -15,6 +15,7 @@ import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "../lib/kafka/producer.ts";
 import { createAppTable } from "../lib/local/appTable.ts";
+import { startDynamoDbLocal } from "../lib/local/dynamodbLocal.ts";
 import { deleteTable } from "../lib/local/resources.ts";
 import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
 import { createOutboxRelay } from "../lib/outbox/relay.ts";
@@ -29,6 +30,10 @@ const AGGREGATES = 400;
 const WRITE_CONCURRENCY = 16;
 
 type Kind = "sqs" | "sqsFifo" | "kafka";
+/** OUTBOX_BENCH_SCENARIOS=kafka (comma-separated) runs some of them, e.g. for a profile. @default all three */
+const KINDS = (process.env.OUTBOX_BENCH_SCENARIOS ?? "sqs,sqsFifo,kafka")
+  .split(",")
+  .map((k) => k.trim()) as Kind[];
 
 interface ScenarioResult {
   events: number;
@@ -38,9 +43,24 @@ interface ScenarioResult {
   unitOfWork: { messagesPerSec: number; ddbRequestsPerMessage: number; actionsPerTransaction: number };
 }
 
-async function scenario(kind: Kind, run: string): Promise<ScenarioResult> {
-  const writerClient = new DynamoDBClient({});
-  const relayClient = new DynamoDBClient({});
+/**
+ * Each scenario on a DynamoDB Local of its own, stopped afterwards (as chaos/scenarios.ts
+ * withOwnDynamoDb does): DynamoDB Local slows down with what it has held, deleted tables or not, so
+ * on one shared instance the unit-of-work rate fell from 343 to 80 to 35 messages/s from the first
+ * scenario to the third, and whichever ran last looked slowest.
+ */
+async function onOwnDynamoDb<T>(run: (endpoint: string) => Promise<T>): Promise<T> {
+  const ddb = await startDynamoDbLocal();
+  try {
+    return await run(ddb.endpoint);
+  } finally {
+    await ddb.stop();
+  }
+}
+
+async function scenario(kind: Kind, run: string, endpoint: string): Promise<ScenarioResult> {
+  const writerClient = new DynamoDBClient({ endpoint });
+  const relayClient = new DynamoDBClient({ endpoint });
   const sqs = createSqsClient();
   const table = `bench-outbox-${kind}-${run}`;
   const streamArn = await createAppTable(writerClient, table);
@@ -111,7 +131,7 @@ async function scenario(kind: Kind, run: string): Promise<ScenarioResult> {
     // 2. Collect the stream as Lambda would deliver it (batches of 100, filtered), not timed.
     const batches: DynamoDBStreamEvent[] = [];
     await createStreamPoller({
-      client: new DynamoDBStreamsClient({}),
+      client: new DynamoDBStreamsClient({ endpoint }),
       streamArn,
       batchSize: 100,
       filterPattern: OUTBOX_STREAM_FILTER_PATTERN,
@@ -175,9 +195,12 @@ export async function runOutboxBench(): Promise<Record<string, unknown>> {
   try {
     return {
       workload: `${EVENTS} events (unit of work: marker + order + event per message, ${WRITE_CONCURRENCY} in flight), relayed from DynamoDB Streams batches of 100 over ${AGGREGATES} aggregates`,
-      sqs: await scenario("sqs", run),
-      sqsFifo: await scenario("sqsFifo", run),
-      kafka: await scenario("kafka", run),
+      ...Object.fromEntries(
+        await KINDS.reduce<Promise<Array<[Kind, ScenarioResult]>>>(
+          async (done, kind) => [...(await done), [kind, await onOwnDynamoDb((e) => scenario(kind, run, e))]],
+          Promise.resolve([]),
+        ),
+      ),
     };
   } finally {
     await disconnectAllKafkaProducers();

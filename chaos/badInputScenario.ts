@@ -3,7 +3,7 @@ import { type Message, type MessageAttributeValue, SendMessageCommand } from "@a
 import { resolveNewEvent, toOutboxItem } from "../lib/outbox/outboxEvent.ts";
 import { kafkaCases, sqsCases, wrongShapes } from "./badInputCorpus.ts";
 import { startChaosService } from "./chaosService.ts";
-import { CHAOS_ID } from "./invariants.ts";
+import { CHAOS_ID, outboxOrderOnTopic } from "./invariants.ts";
 import type { ScenarioContext, ScenarioResult } from "./scenarios.ts";
 import { readQueue, readTopic } from "./storedState.ts";
 
@@ -164,6 +164,7 @@ export async function badInputsThroughService(ctx: ScenarioContext): Promise<Sce
         got: state.streamParked.get(`EVENT#${name.replaceAll(" ", "-")}`) ?? "lost",
       });
     }
+    const order = await outboxOrderOnTopic(service);
     const wrong = outcomes.filter((o) => o.got !== o.expected);
     const lost = outcomes.filter((o) => o.got === "lost").length;
     const bad = outcomes.filter((o) => o.expected !== "processed").length;
@@ -173,13 +174,17 @@ export async function badInputsThroughService(ctx: ScenarioContext): Promise<Sce
         messages: outcomes.length,
         faultsInjected: bad,
         lost,
-        duplicateEffects: 0,
+        duplicateEffects: order.duplicateEffects,
         dlq: state.parkedCount,
         poisonParkedCorrectly: wrong.length === 0,
+        aggregatesOutOfOrder: order.outOfOrder.length,
         expectedParked,
         wrongOutcomes: wrong.length,
       },
-      details: { wrongOutcomes: wrong.map((o) => `${o.consumer} ${o.name}: ${o.got} (want ${o.expected})`) },
+      details: {
+        wrongOutcomes: wrong.map((o) => `${o.consumer} ${o.name}: ${o.got} (want ${o.expected})`),
+        outOfOrder: order.outOfOrder,
+      },
       durationMs: Date.now() - started,
     };
 

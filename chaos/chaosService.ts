@@ -49,7 +49,7 @@ export interface ChaosAssembly {
   readonly tempDir?: string;
 }
 
-const PROJECT_DIR = resolve(fileURLToPath(new URL("../../", import.meta.url)));
+const PROJECT_DIR = resolve(fileURLToPath(new URL("../", import.meta.url)));
 const PRELOAD = fileURLToPath(new URL("./netRedirect.ts", import.meta.url));
 
 /** Synthesizes chaos/chaosApp.ts (bundling included: ~30 s); once per chaos run. */
@@ -75,11 +75,32 @@ export function disposeChaosApp(assembly: ChaosAssembly | undefined): void {
  * The template of one run: its own topics and consumer groups (the runtime's `namePrefix` covers
  * queues, tables and functions; Kafka names come from the template).
  */
-function templateForRun(assembly: ChaosAssembly, prefix: string): CfnTemplate {
+function templateForRun(
+  assembly: ChaosAssembly,
+  prefix: string,
+  relayMapping?: ChaosServiceOptions["relayMapping"],
+): CfnTemplate {
   const text = JSON.stringify(assembly.template)
     .replaceAll(CHAOS_TOPIC, `${prefix}-order-events`)
     .replaceAll('"ConsumerGroupId":"', `"ConsumerGroupId":"${prefix}-`);
-  return JSON.parse(text) as CfnTemplate;
+  const template = JSON.parse(text) as CfnTemplate;
+  if (relayMapping) {
+    // The relay's mapping is the one on a DynamoDB stream (StartingPosition, EventSourceArn = a StreamArn).
+    for (const r of Object.values(template.Resources ?? {})) {
+      const p = r.Properties as Record<string, unknown> | undefined;
+      if (
+        r.Type !== "AWS::Lambda::EventSourceMapping" ||
+        !p ||
+        !JSON.stringify(p.EventSourceArn ?? "").includes("StreamArn")
+      )
+        continue;
+      if (relayMapping.maximumRetryAttempts !== undefined)
+        p.MaximumRetryAttempts = relayMapping.maximumRetryAttempts;
+      if (relayMapping.maximumRecordAgeSeconds !== undefined)
+        p.MaximumRecordAgeInSeconds = relayMapping.maximumRecordAgeSeconds;
+    }
+  }
+  return template;
 }
 
 export interface ChaosServiceOptions {
@@ -98,6 +119,11 @@ export interface ChaosServiceOptions {
   readonly crashDecision?: (orderId: string) => CrashDecision;
   /** The sweeper's minimum event age. @default 10 000 ms */
   readonly sweepMinAgeMs?: number;
+  /** Limits of the relay's stream mapping for this run (how soon it gives up on a failing batch). @default the template's */
+  readonly relayMapping?: {
+    readonly maximumRetryAttempts?: number;
+    readonly maximumRecordAgeSeconds?: number;
+  };
 }
 
 export interface ChaosService {
@@ -189,7 +215,7 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
   };
   try {
     runtime = await startLocalRuntime({
-      template: templateForRun(options.assembly, p),
+      template: templateForRun(options.assembly, p, options.relayMapping),
       assetRoot: options.assembly.assetRoot,
       stackName: CHAOS_STACK,
       namePrefix: `${p}-`,

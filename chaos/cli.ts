@@ -2,7 +2,7 @@
  * `npm run chaos`: the reference service under faults, checked on stored data.
  *
  *   npm run chaos                         # every scenario, default sizes
- *   npm run chaos -- --only 3,5           # some scenarios (6: the bad-input corpus)
+ *   npm run chaos -- --only 3,5           # some scenarios (6: the bad-input corpus; 7: the relay's mapping gives up)
  *   npm run chaos -- --seed 42 --rate 0.1 # reproducible faults, 10 % of requests faulted
  *   npm run chaos -- --small              # smaller runs
  *   npm run chaos -- --only 3 --orders 2000 # scenario 3 at another size (default 5,000; --small 300)
@@ -19,6 +19,7 @@ import {
   databaseDies,
   poisonUnderLoad,
   randomFaults,
+  relayGivesUp,
   relayLosesBroker,
   type ScenarioContext,
   type ScenarioResult,
@@ -31,7 +32,7 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 const small = process.argv.includes("--small");
-const only = new Set((arg("only") ?? "1,2,3,4,5,6").split(",").map((s) => s.trim()));
+const only = new Set((arg("only") ?? "1,2,3,4,5,6,7").split(",").map((s) => s.trim()));
 const seed = Number(arg("seed") ?? Date.now() % 1_000_000);
 const rate = Number(arg("rate") ?? 0.05);
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -58,6 +59,7 @@ const plan: Array<[string, Run]> = [
     ),
   ],
   ["6", own(badInputsThroughService)],
+  ["7", own((c) => relayGivesUp(c, { aggregates: small ? 5 : 20, versions: small ? 4 : 6 }))],
 ];
 // Checked before the emulators start and the app is synthesized.
 const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));

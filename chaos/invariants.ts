@@ -17,12 +17,23 @@ export type Expectation =
   /** A valid order the payment provider declines: in the app table, then on the Kafka DLQ. */
   | { readonly kind: "declined"; readonly orderId: string };
 
+/**
+ * What every scenario reports. A figure a scenario does not measure is `null` ("not measured"),
+ * never a constant that reads like a result: the verdict skips a null, and a reader sees it.
+ */
 export interface CheckFigures {
   lost: number;
-  /** On the transactional path (inbox + order + outbox in one transaction): must be 0. */
-  duplicateEffects: number;
+  /** On the transactional path (inbox + order + outbox in one transaction): must be 0. null: no such path in the scenario. */
+  duplicateEffects: number | null;
   dlq: number;
-  poisonParkedCorrectly: boolean;
+  /** Every bad input parked with its typed error, and nothing good parked. null: the scenario sends no bad input. */
+  poisonParkedCorrectly: boolean | null;
+  /**
+   * Aggregates whose outbox events reached the topic out of commit order (first occurrences,
+   * compared with the event ids' order in the app table): must be 0. null: the scenario moves no
+   * outbox events.
+   */
+  aggregatesOutOfOrder: number | null;
   [extra: string]: unknown;
 }
 
@@ -32,11 +43,17 @@ export interface ScenarioFigures extends CheckFigures {
 }
 
 export interface PipelineCheck {
-  readonly figures: CheckFigures;
+  /** All measured: the pipeline has a transactional path, bad input and outbox events. */
+  readonly figures: CheckFigures & {
+    duplicateEffects: number;
+    poisonParkedCorrectly: boolean;
+    aggregatesOutOfOrder: number;
+  };
   readonly details: {
     readonly halfApplied: string[];
     readonly lostIds: string[];
     readonly misparked: string[];
+    readonly outOfOrder: string[];
     readonly pendingOutbox: number;
     readonly leaseGuardedDuplicates: number;
     readonly unaccountedDuplicates: string[];
@@ -76,6 +93,58 @@ function unpack(m: Message): {
 const sqsContext = (m: Message) => unpack(m).context;
 const chaosIdOf = (m: Message) => unpack(m).attributes[CHAOS_ID]?.StringValue;
 
+/**
+ * Per aggregate, whether the first occurrence of each of its events on the topic follows the order
+ * of the event ids (UUIDv7: creation order) in the app table. Returns the aggregates out of order.
+ */
+export function aggregatesOutOfOrder(
+  eventsByAggregate: ReadonlyMap<string, readonly string[]>,
+  records: readonly TopicRecord[],
+): string[] {
+  const rank = new Map<string, { aggregate: string; at: number }>();
+  for (const [aggregate, ids] of eventsByAggregate) {
+    [...ids].sort().forEach((id, at) => {
+      rank.set(id, { aggregate, at });
+    });
+  }
+  const last = new Map<string, number>();
+  const seen = new Set<string>();
+  const out = new Set<string>();
+  for (const r of records) {
+    const id = r.headers["message-id"] ?? "";
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const x = rank.get(id);
+    if (!x) continue;
+    if ((last.get(x.aggregate) ?? -1) > x.at) out.add(x.aggregate);
+    last.set(x.aggregate, Math.max(last.get(x.aggregate) ?? -1, x.at));
+  }
+  return [...out];
+}
+
+/** The order figures of the reference service's outbox: events per order, on the main topic. */
+export async function outboxOrderOnTopic(
+  service: ChaosService,
+): Promise<{ duplicateEffects: number; outOfOrder: string[] }> {
+  const items = await scanTable(service.dynamodb, service.names.appTable);
+  const events = eventsOfOrders(items);
+  const records = await readTopic(service.kafka, service.names.topic);
+  let duplicateEffects = 0;
+  for (const ids of events.values()) duplicateEffects += Math.max(0, ids.length - 1);
+  return { duplicateEffects, outOfOrder: aggregatesOutOfOrder(events, records) };
+}
+
+function eventsOfOrders(items: ReadonlyArray<Record<string, { S?: string }>>): Map<string, string[]> {
+  const events = new Map<string, string[]>();
+  for (const i of items) {
+    const pk = i.pk?.S ?? "";
+    if (!pk.startsWith("OUTBOX#order#") || !(i.sk?.S ?? "").startsWith("EVENT#")) continue;
+    const id = pk.slice("OUTBOX#order#".length);
+    events.set(id, [...(events.get(id) ?? []), i.eventId?.S ?? ""]);
+  }
+  return events;
+}
+
 function orderIdOf(r: TopicRecord): string | undefined {
   try {
     return (JSON.parse(r.value ?? "") as { orderId?: string }).orderId;
@@ -104,7 +173,7 @@ export async function checkPipeline(
     const pk = i.pk?.S ?? "";
     if (pk.startsWith("ORDER#")) orders.set(pk.slice(6), (orders.get(pk.slice(6)) ?? 0) + 1);
     else if (pk.startsWith("INBOX#order-consumer#")) markers.add(pk.slice("INBOX#order-consumer#".length));
-    else if (pk.startsWith("OUTBOX#order#")) {
+    else if (pk.startsWith("OUTBOX#order#") && (i.sk?.S ?? "").startsWith("EVENT#")) {
       const id = pk.slice("OUTBOX#order#".length);
       events.set(id, [...(events.get(id) ?? []), i.eventId?.S ?? ""]);
       if (i.pending !== undefined) pendingOutbox++;
@@ -225,12 +294,14 @@ export async function checkPipeline(
     }
   }
   const dlq = ordersDlq.length + parking.length + deadLetters.length;
+  const outOfOrder = aggregatesOutOfOrder(events, topicRecords);
   return {
     figures: {
       lost: lostIds.length,
       duplicateEffects,
       dlq,
       poisonParkedCorrectly: misparked.length === 0,
+      aggregatesOutOfOrder: outOfOrder.length,
       halfApplied: halfApplied.length,
       leaseGuardedDuplicates,
       unaccountedDuplicates: unaccountedDuplicates.length,
@@ -239,6 +310,7 @@ export async function checkPipeline(
       halfApplied,
       lostIds,
       misparked,
+      outOfOrder,
       pendingOutbox,
       leaseGuardedDuplicates,
       unaccountedDuplicates,

@@ -8,7 +8,13 @@ import { createInboxOutbox } from "../lib/outbox/unitOfWork.ts";
 import { type ChaosAssembly, type ChaosService, type Endpoints, startChaosService } from "./chaosService.ts";
 import { createFaultLedger, type FaultKind, type FaultLedger } from "./faults.ts";
 import { startHttpFaultProxy } from "./httpFaultProxy.ts";
-import { type CheckFigures, checkPipeline, type Expectation, type ScenarioFigures } from "./invariants.ts";
+import {
+  aggregatesOutOfOrder,
+  type CheckFigures,
+  checkPipeline,
+  type Expectation,
+  type ScenarioFigures,
+} from "./invariants.ts";
 import type { RedirectMap } from "./netRedirect.ts";
 import type { ChargeCall } from "./paymentProvider.ts";
 import { createRng, type Rng } from "./rng.ts";
@@ -291,6 +297,7 @@ export async function relayLosesBroker(
     cutting = false;
     await cutter;
     records = await readTopic(kafka, topic);
+    const parked = await readQueue(service.sqs, service.names.parkingUrl);
     const seen = new Set<string>();
     const perAgg = new Map<string, number[]>();
     for (const r of records) {
@@ -315,9 +322,10 @@ export async function relayLosesBroker(
         messages: expected.size,
         faultsInjected: faults,
         lost: lostIds.length,
-        duplicateEffects: 0,
-        dlq: 0,
-        poisonParkedCorrectly: true,
+        // Not measured: each unit of work commits once, straight from the scenario, and no bad input is sent.
+        duplicateEffects: null,
+        dlq: parked.length,
+        poisonParkedCorrectly: null,
         duplicateDeliveries: records.length - seen.size,
         aggregatesOutOfOrder: outOfOrder.length + keyMismatch,
         relayInvocations:
@@ -329,6 +337,134 @@ export async function relayLosesBroker(
   } finally {
     cutting = false;
     await cutter;
+    await service.stop();
+    await Promise.all(proxies.map((p) => p.close()));
+  }
+}
+
+// ───────────────────────── 7. the relay's stream mapping gives up ─────────────────────────
+
+/**
+ * The brokers stay away past the relay mapping's limits (here MaximumRetryAttempts 1, so it gives
+ * up within seconds instead of the deployed 20 retries / 6 h): the mapping drops the first half of
+ * every aggregate's events from the stream, and they stay pending. Then the brokers come back and
+ * the second half is written. The relay must hold the new events back while older ones of their
+ * aggregate wait, and the sweeper must publish everything in order. Expect every event on the
+ * topic, each aggregate in commit order (first occurrences), and the mapping to have dropped some.
+ */
+export async function relayGivesUp(
+  ctx: ScenarioContext,
+  options: { aggregates: number; versions: number },
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const { proxies, redirect } = await brokerProxies(ctx.endpoints.kafkaBrokers);
+  const id = runId("giveup");
+  const service = await startChaosService({
+    assembly: ctx.assembly,
+    prefix: id,
+    direct: ctx.endpoints,
+    kafkaRedirect: redirect,
+    relayMapping: { maximumRetryAttempts: 1, maximumRecordAgeSeconds: 60 },
+  });
+  const stream = service.runtime.eventSources.find(
+    (s) => s.mapping.kind === "dynamodb" && s.mapping.functionName === service.functions.relay,
+  );
+  let faults = 0;
+  try {
+    if (!stream) throw new Error("the chaos template has no stream mapping for the relay");
+    const uow = createInboxOutbox({
+      tableName: service.names.appTable,
+      scope: "chaos-giveup",
+      client: new DynamoDBClient({ endpoint: ctx.endpoints.dynamodb, region: "us-east-1" }),
+    });
+    const topic = `${service.names.topic}-accounts`;
+    const expected = new Map<string, { agg: string; v: number }>();
+    const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
+    const write = async (v: number) =>
+      Promise.all(
+        aggs.map(async (agg) => {
+          const r = await uow.run(
+            {
+              id: `${agg}-${v}`,
+              idSource: "business",
+              key: agg,
+              body: {},
+              raw: "{}",
+              headers: {},
+              attempt: 1,
+              source: {
+                kind: "sqs",
+                queueArn: "arn:aws:sqs:us-east-1:000000000000:chaos",
+                messageId: `${agg}-${v}`,
+              },
+            },
+            (tx) => {
+              expected.set(
+                tx.publish({
+                  aggregateType: "account",
+                  aggregateId: agg,
+                  eventType: "Changed",
+                  payload: { agg, v },
+                  destination: `kafka:${topic}`,
+                }),
+                { agg, v },
+              );
+            },
+          );
+          if (r.status !== "committed") throw new Error(`seeding ${agg}-${v}: ${r.status}`);
+        }),
+      );
+    const firstHalf = Math.ceil(options.versions / 2);
+    for (const p of proxies) faults += p.down();
+    faults++;
+    for (let v = 1; v <= firstHalf; v++) await write(v);
+    // Until the mapping has given up on (some of) what was written while the brokers were away.
+    const dropDeadline = Date.now() + 120_000;
+    while (stream.stats.failed === 0 && Date.now() < dropDeadline) await sleep(500);
+    const droppedWhileDown = stream.stats.failed;
+    ctx.log(`  the relay's mapping dropped ${droppedWhileDown} records; brokers back`);
+    for (const p of proxies) p.up();
+    for (let v = firstHalf + 1; v <= options.versions; v++) await write(v);
+
+    const kafka = new Kafka({
+      clientId: `${id}-check`,
+      brokers: [...ctx.endpoints.kafkaBrokers],
+      logLevel: logLevel.NOTHING,
+    });
+    const deadline = Date.now() + (ctx.settleTimeoutMs ?? 240_000);
+    let records = await readTopic(kafka, topic);
+    while (Date.now() < deadline) {
+      const ids = new Set(records.map((r) => r.headers["message-id"]));
+      if ([...expected.keys()].every((e) => ids.has(e))) break;
+      await sleep(2_000);
+      records = await readTopic(kafka, topic);
+    }
+    const byAggregate = new Map<string, string[]>();
+    for (const [e, x] of expected) byAggregate.set(x.agg, [...(byAggregate.get(x.agg) ?? []), e]);
+    const outOfOrder = aggregatesOutOfOrder(byAggregate, records);
+    const seen = new Set(records.map((r) => r.headers["message-id"] ?? ""));
+    const lostIds = [...expected.keys()].filter((e) => !seen.has(e));
+    const parked = await readQueue(service.sqs, service.names.parkingUrl);
+    return {
+      name: "relayGivesUp",
+      figures: {
+        messages: expected.size,
+        faultsInjected: faults,
+        lost: lostIds.length,
+        // Not measured: each unit of work commits once, straight from the scenario, and no bad input is sent.
+        duplicateEffects: null,
+        dlq: parked.length,
+        poisonParkedCorrectly: null,
+        aggregatesOutOfOrder: outOfOrder.length,
+        droppedByMapping: stream.stats.failed,
+        droppedWhileDown,
+        duplicateDeliveries: records.length - seen.size,
+      },
+      details: { lostIds: lostIds.slice(0, 20), outOfOrder: outOfOrder.slice(0, 20) },
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    for (const p of proxies) p.up();
     await service.stop();
     await Promise.all(proxies.map((p) => p.close()));
   }
@@ -550,9 +686,12 @@ export async function brokerDownDuringRebalance(
         messages: options.events,
         faultsInjected: faults,
         lost: lostIds.length,
-        duplicateEffects: 0,
+        // Not measured: no transactional path (events go straight to the topic), no bad input, no outbox.
+        duplicateEffects: null,
         dlq: dead.length,
-        poisonParkedCorrectly: dead.length === 0,
+        poisonParkedCorrectly: null,
+        aggregatesOutOfOrder: null,
+        goodDeadLettered: dead.length,
         leaseGuardedDuplicates: dups,
         unaccountedDuplicates: dups,
       },

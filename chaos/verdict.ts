@@ -3,15 +3,17 @@ import type { ScenarioResult } from "./scenarios.ts";
 /**
  * The pass/fail rule of a chaos run: nothing lost anywhere; no duplicate effect on the
  * transactional path; every repeated lease-guarded external effect matched by an injected crash
- * after the effect; nothing half-applied; every bad input parked with its typed error; every
- * aggregate in order.
+ * after the effect; nothing half-applied; every bad input parked with its typed error; no good
+ * message dead-lettered; every aggregate in order. A figure a scenario does not measure is null
+ * and fails nothing (chaos/invariants.ts, CheckFigures).
  */
 export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reasons: string[] } {
   const reasons: string[] = [];
   for (const r of results) {
     const f = r.figures;
     if (f.lost !== 0) reasons.push(`${r.name}: ${f.lost} lost`);
-    if (f.duplicateEffects !== 0)
+    // null: not measured by this scenario (never read as "0" or "true").
+    if (f.duplicateEffects !== null && f.duplicateEffects !== 0)
       reasons.push(`${r.name}: ${f.duplicateEffects} duplicate effects on the transactional path`);
     if (typeof f.unaccountedDuplicates === "number" && f.unaccountedDuplicates > 0)
       reasons.push(
@@ -19,8 +21,11 @@ export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reas
       );
     if (typeof f.halfApplied === "number" && f.halfApplied > 0)
       reasons.push(`${r.name}: ${f.halfApplied} half-applied`);
-    if (!f.poisonParkedCorrectly) reasons.push(`${r.name}: bad input not parked with its typed error`);
-    if (typeof f.aggregatesOutOfOrder === "number" && f.aggregatesOutOfOrder > 0)
+    if (f.poisonParkedCorrectly === false)
+      reasons.push(`${r.name}: bad input not parked with its typed error`);
+    if (typeof f.goodDeadLettered === "number" && f.goodDeadLettered > 0)
+      reasons.push(`${r.name}: ${f.goodDeadLettered} good messages dead-lettered`);
+    if (f.aggregatesOutOfOrder !== null && f.aggregatesOutOfOrder > 0)
       reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
   }
   return { ok: reasons.length === 0, reasons };

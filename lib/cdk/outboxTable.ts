@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Token, Validations } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
@@ -19,7 +19,7 @@ import {
 } from "../outbox/schema.ts";
 import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
-import { dedupWindowValidation, type RetryPath } from "./rules.ts";
+import { checkRelayParallelization, dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface OutboxTableProps {
   /** The table's name (3–255 characters: letters, digits, `_`, `-`, `.`). @default - a CloudFormation-generated name */
@@ -46,8 +46,9 @@ export interface RelayOptions {
   /** Give up on records older than this (1 min–7 days; the stream keeps records 24 h). @default Duration.hours(6) */
   readonly maxRecordAge?: Duration;
   /**
-   * 1 keeps one relay per shard. Events of one aggregate share a partition key, so a higher factor
-   * still keeps their order. @default 1
+   * Concurrent batches per stream shard. Only 1 is accepted: with more, Lambda keeps order only per
+   * item, and every outbox event is its own item, so an aggregate's events could be published out
+   * of order (`checkRelayParallelization` in rules.ts fails synth). @default 1
    */
   readonly parallelizationFactor?: number;
   /** Where the metadata of given-up batches goes (Lambda sends metadata only, not the records). @default - a new encrypted queue, retained 14 days */
@@ -149,6 +150,8 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
           "redrives into it, so a redrive-allow policy would name no source.",
       );
     }
+    const factor = options.parallelizationFactor ?? 1;
+    if (!Token.isUnresolved(factor)) checkRelayParallelization(fn.node.path, factor);
     this.relayFailures = onFailure;
     const source = new DynamoEventSource(this.table, {
       startingPosition: lambda.StartingPosition.TRIM_HORIZON,
@@ -159,7 +162,7 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
       reportBatchItemFailures: true,
       retryAttempts: options.retryAttempts ?? 20,
       maxRecordAge: options.maxRecordAge ?? Duration.hours(6),
-      parallelizationFactor: options.parallelizationFactor ?? 1,
+      parallelizationFactor: factor,
       onFailure: new SqsDlq(onFailure),
     });
     fn.function.addEventSource(source);
@@ -182,7 +185,8 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     );
     const reads = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a === "dynamodb:Query");
     const writes = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a !== "dynamodb:Query");
-    this.grantActions(fn.function, reads, [this.pendingIndexArn]);
+    // The table too: the order check reads each aggregate's previous event (lib/outbox/aggregateOrder.ts).
+    this.grantActions(fn.function, reads, [this.pendingIndexArn, this.table.tableArn]);
     this.grantActions(fn.function, writes, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
     return rule;

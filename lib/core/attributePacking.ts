@@ -51,3 +51,28 @@ export function unpackAttributes(attributes: Readonly<Record<string, PlainAttrib
     context: ctx?.StringValue ? (JSON.parse(ctx.StringValue) as Record<string, string>) : undefined,
   };
 }
+
+/** The failure context's name for the id the consumer deduplicated the message under. */
+const CONTEXT_MESSAGE_ID = "x-message-id";
+
+/**
+ * The `x-message-id` a message redriven from a DLQ carries: its own attribute, else the one in its
+ * packed failure context (SQS's move task keeps the attributes as they were parked). Pure: takes
+ * the string attributes by name.
+ */
+export function carriedMessageId(strings: Readonly<Record<string, string | undefined>>): string | undefined {
+  const own = strings[CONTEXT_MESSAGE_ID];
+  if (own) return own;
+  const packed = strings[CONTEXT_ATTRIBUTE] ?? strings[FOLDED_ATTRIBUTE];
+  if (packed === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(packed) as Record<string, unknown>;
+    const context = (strings[CONTEXT_ATTRIBUTE] !== undefined ? parsed : parsed.context) as
+      | Record<string, unknown>
+      | undefined;
+    const id = context?.[CONTEXT_MESSAGE_ID];
+    return typeof id === "string" && id !== "" ? id : undefined;
+  } catch {
+    return undefined; // not our packing
+  }
+}

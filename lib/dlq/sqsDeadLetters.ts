@@ -11,7 +11,13 @@ import {
   type SQSClient,
   StartMessageMoveTaskCommand,
 } from "@aws-sdk/client-sqs";
-import { type PlainAttribute, unpackAttributes } from "../core/attributePacking.ts";
+import {
+  FOLDED_ATTRIBUTE,
+  type PlainAttribute,
+  packAttributes,
+  unpackAttributes,
+} from "../core/attributePacking.ts";
+import { MESSAGE_ID_HEADER } from "../core/envelope.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { toSdkAttributes } from "../sqs/deadLetter.ts";
 import {
@@ -259,11 +265,41 @@ async function tryMoveTask(
 }
 
 /**
+ * The attributes of a redriven copy: the user's own, the failure context kept (packed as the
+ * consumer packed it: `x-failure-context`, or folded with the user's when they use all 10), and
+ * `x-message-id` as an attribute of its own unless the user's attributes carry a producer id
+ * (`message-id`). The consumer resolves its dedup key from `message-id` ?? `x-message-id`, so a copy
+ * of a message that had no business key and no producer id gets the dedup id the original had (its
+ * first SQS message id), not the copy's new one: a redrive that sends twice (a delete that failed)
+ * or a message that was processed before it was parked does not run its effect again. The attribute
+ * is then carried as the user's through later parks and redrives.
+ */
+export function redrivenAttributes(
+  letter: Pick<SqsDeadLetter, "attributes" | "context">,
+): Record<string, PlainAttribute> {
+  const { attributes, context } = letter;
+  if (!context) return attributes;
+  const id = context[CONTEXT_HEADERS.messageId];
+  const carriesId =
+    attributes[MESSAGE_ID_HEADER] !== undefined || attributes[CONTEXT_HEADERS.messageId] !== undefined;
+  const own: Record<string, PlainAttribute> =
+    id && !carriesId
+      ? { ...attributes, [CONTEXT_HEADERS.messageId]: { DataType: "String", StringValue: id } }
+      : attributes;
+  const packed = packAttributes(own, context);
+  // Folded (the user's 10 attributes, or 9 plus the id): the id must stay readable at the top.
+  const ownId = own[CONTEXT_HEADERS.messageId];
+  if (packed[FOLDED_ATTRIBUTE] && ownId) packed[CONTEXT_HEADERS.messageId] = ownId;
+  return packed;
+}
+
+/**
  * Moves messages from an SQS DLQ back to their source queue (`redrive --queue <dlq>`), with nothing
  * lost: a message is deleted from the DLQ only after SQS confirmed the send of its copy (per entry of
  * SendMessageBatch); a failed send leaves it in the DLQ, visible again after the timeout. The user's
- * own attributes are restored and the failure context dropped. FIFO destinations get the message's
- * group and its DLQ message id as deduplication id, so a send retried after a crash is not doubled.
+ * own attributes are restored and the failure context kept, with `x-message-id` readable by the
+ * consumer (`redrivenAttributes`). FIFO destinations get the message's group and its DLQ message id
+ * as deduplication id, so a send retried after a crash is not doubled.
  */
 export async function redriveSqsDeadLetters(
   sqs: SQSClient,
@@ -320,19 +356,22 @@ export async function redriveSqsDeadLetters(
             continue;
           }
           const fifo = destination.endsWith(".fifo");
-          const entries: SendMessageBatchRequestEntry[] = letters.map((l, k) => ({
-            Id: String(k),
-            MessageBody: l.message.Body ?? "",
-            ...(Object.keys(l.attributes).length > 0
-              ? { MessageAttributes: toSdkAttributes(l.attributes) }
-              : {}),
-            ...(fifo
-              ? {
-                  MessageGroupId: l.message.Attributes?.MessageGroupId ?? "redrive",
-                  MessageDeduplicationId: l.message.MessageId,
-                }
-              : {}),
-          }));
+          const entries: SendMessageBatchRequestEntry[] = letters.map((l, k) => {
+            const attributes = redrivenAttributes(l);
+            return {
+              Id: String(k),
+              MessageBody: l.message.Body ?? "",
+              ...(Object.keys(attributes).length > 0
+                ? { MessageAttributes: toSdkAttributes(attributes) }
+                : {}),
+              ...(fifo
+                ? {
+                    MessageGroupId: l.message.Attributes?.MessageGroupId ?? "redrive",
+                    MessageDeduplicationId: l.message.MessageId,
+                  }
+                : {}),
+            };
+          });
           const sent = await sqs
             .send(new SendMessageBatchCommand({ QueueUrl: destination, Entries: entries }))
             .catch(() => ({ Successful: [] as { Id?: string }[] }));

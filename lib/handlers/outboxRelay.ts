@@ -8,8 +8,9 @@ import { OUTBOX_ENV } from "../outbox/schema.ts";
  * The outbox relay, on the app table's stream. Configure the event-source mapping with:
  * StartingPosition TRIM_HORIZON, BatchSize 100, FunctionResponseTypes [ReportBatchItemFailures],
  * FilterCriteria OUTBOX_STREAM_FILTER_PATTERN, BisectBatchOnFunctionError, MaximumRetryAttempts
- * (the sweeper catches what the mapping gives up on), ParallelizationFactor as needed (order per
- * aggregate holds: an aggregate is one partition key).
+ * (the sweeper catches what the mapping gives up on, and the relay holds back the later events of
+ * an aggregate whose older ones it dropped), ParallelizationFactor 1 (above 1, Lambda keeps order
+ * only per item, and each outbox event is its own item).
  *
  * Environment: APP_TABLE_NAME; KAFKA_BROKERS (+ MSK_IAM_AUTH=true on MSK) for kafka:<topic>
  * destinations; OUTBOX_ROUTES (JSON: route name → kafka:<topic> | sqs:<queue url>);

@@ -46,6 +46,8 @@ export const METRIC = {
   outboxPublishFailures: "OutboxPublishFailures",
   /** Published events whose pending marker could not be cleared (the sweeper will republish them). */
   outboxMarkFailures: "OutboxMarkFailures",
+  /** Events left pending because an older event of their aggregate was still pending or parked. */
+  outboxDeferred: "OutboxDeferred",
   /** Events the sweeper republished. */
   outboxRepublished: "OutboxRepublished",
   /** Kafka retry-topic records left for redelivery because they were not yet due. */

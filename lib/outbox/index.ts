@@ -1,4 +1,11 @@
 /** The transactional inbox + outbox: public API. See docs/outbox.md. */
+
+export {
+  AGGREGATE_ORDER_DEFAULTS,
+  type PredecessorState,
+  predecessorState,
+  predecessorStates,
+} from "./aggregateOrder.ts";
 export * from "./errors.ts";
 export { attributeValueSize, itemSize, TRANSACTION_LIMITS } from "./itemSize.ts";
 export {
@@ -20,12 +27,13 @@ export {
   type OutboxPublisherOptions,
   type PublishOutcome,
   parseDestination,
+  SQS_LIMITS,
   type Target,
   toSqsAttributes,
 } from "./publisher.ts";
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions, type RelayReport } from "./relay.ts";
 export * from "./schema.ts";
-export { clearPending, clearPendingFenced, requeueParked } from "./settle.ts";
+export { clearPending, clearPendingFenced, discardParked, requeueParked } from "./settle.ts";
 export { assertDynamoDbStreamEvent } from "./streamEvent.ts";
 export { createStreamPoller, matchesFilter, type StreamPoller, toLambdaRecord } from "./streamPoller.ts";
 export {

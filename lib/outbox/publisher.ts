@@ -48,7 +48,12 @@ export interface OutboxPublisherOptions {
   readonly kafka?: KafkaProducer | (() => KafkaProducer);
   /** Route name → `kafka:<topic>` | `sqs:<queue url>`. */
   readonly routes?: Readonly<Record<string, string>>;
-  /** Total bytes of one SendMessageBatch. @default 262 144 (256 KiB, valid on every queue) */
+  /**
+   * Total bytes of one SendMessageBatch. SQS's limit for a message and for a whole batch is 1 MiB
+   * (raised from 256 KiB in 2025); the batch limit is the API's, whatever a queue's own
+   * MaximumMessageSize (a queue with a smaller one rejects the oversized entries one by one).
+   * @default SQS_LIMITS.maxBatchBytes (1 048 576)
+   */
   readonly sqsMaxBatchBytes?: number;
   /** SendMessageBatch calls in flight at once. @default 10 */
   readonly sqsConcurrency?: number;
@@ -76,6 +81,13 @@ export function parseDestination(
   if (scheme === "sqs") return { kind: "sqs", queueUrl: rest, fifo: rest.endsWith(".fifo") };
   return undefined;
 }
+
+/** SQS's own limits (SendMessage, SendMessageBatch): 1 MiB a message and 1 MiB a batch since 2025. */
+export const SQS_LIMITS = {
+  maxMessageBytes: 1_048_576,
+  maxBatchBytes: 1_048_576,
+  maxBatchEntries: 10,
+} as const;
 
 const SQS_MAX_ATTRIBUTES = 10;
 const CORE_ATTRIBUTES = new Set<string>(Object.values(OUTBOX_HEADERS));
@@ -141,7 +153,7 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
     return typeof k === "function" ? k() : k;
   };
   const routes = options.routes ?? {};
-  const maxBatchBytes = options.sqsMaxBatchBytes ?? 262_144;
+  const maxBatchBytes = options.sqsMaxBatchBytes ?? SQS_LIMITS.maxBatchBytes;
   const concurrency = options.sqsConcurrency ?? 10;
   const calls = { sqsSendMessageBatch: 0, kafkaSend: 0 };
 
@@ -181,17 +193,14 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
       }
     }
     // A permanent rejection of a multi-record request: find the poison record(s) one by one, in
-    // order, stopping an aggregate at its first transient failure so nothing overtakes it.
+    // order, stopping an aggregate at its first failure or rejection so nothing overtakes it.
     const blocked = new Set<string>();
     for (const [topic, idx] of byTopic) {
       for (const i of idx) {
         const e = events[i]!;
-        const lane = `${topic}\u0000${e.aggregateId}`;
+        const lane = aggregateOf(e);
         if (blocked.has(lane)) {
-          outcomes[i] = {
-            status: "failed",
-            error: new PublishFailedError("an earlier event of this aggregate failed"),
-          };
+          outcomes[i] = behindEarlier();
           continue;
         }
         try {
@@ -200,7 +209,8 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
           outcomes[i] = { status: "published" };
         } catch (error) {
           outcomes[i] = asOutcome(error);
-          if (outcomes[i]!.status === "failed") blocked.add(lane);
+          // Failed (retried later) or rejected (parked): either way the aggregate's later events wait.
+          blocked.add(lane);
         }
       }
     }
@@ -308,14 +318,10 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
       await mapLimit(chunk(round), concurrency, (batch) => sendSqsBatch(target.queueUrl, batch, outcomes));
       for (const [g, q] of groups) {
         const head = q.shift()!;
-        // A transient failure blocks the rest of the group (retried later, in order). A rejected
-        // event is parked by the caller, and the group moves on.
-        if (outcomes[head]?.status === "failed") {
-          for (const rest of q)
-            outcomes[rest] = {
-              status: "failed",
-              error: new PublishFailedError("an earlier event of this aggregate failed"),
-            };
+        // A failure or a rejection blocks the rest of the group: a failed event is retried later,
+        // a rejected one is parked by the caller, and no later event of the aggregate overtakes it.
+        if (outcomes[head]?.status !== "published") {
+          for (const rest of q) outcomes[rest] = behindEarlier();
           q.length = 0;
         }
         if (q.length === 0) groups.delete(g);
@@ -330,9 +336,14 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
       const outcomes: PublishOutcome[] = new Array(events.length);
       const kafkaTopics = new Map<string, number[]>();
       const queues = new Map<string, { target: Extract<Target, { kind: "sqs" }>; idx: number[] }>();
+      const rejectedAggregates = new Set<string>();
       events.forEach((e, i) => {
         const target = parseDestination(e.destination, routes);
-        if (!target) {
+        if (rejectedAggregates.has(aggregateOf(e))) {
+          // An earlier event of this aggregate is parked: this one must not overtake it.
+          outcomes[i] = behindEarlier();
+        } else if (!target) {
+          rejectedAggregates.add(aggregateOf(e));
           outcomes[i] = {
             status: "rejected",
             error: new UnknownDestinationError(
@@ -355,6 +366,19 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
       ]);
       return outcomes;
     },
+  };
+}
+
+/** One aggregate across destinations: its events share the partition key of the app table. */
+function aggregateOf(e: OutboxEvent): string {
+  return `${e.aggregateType}#${e.aggregateId}`;
+}
+
+/** The outcome of an event held back behind an earlier event of its aggregate that failed or was rejected. */
+function behindEarlier(): PublishOutcome {
+  return {
+    status: "failed",
+    error: new PublishFailedError("an earlier event of this aggregate failed or was rejected"),
   };
 }
 

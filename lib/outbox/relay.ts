@@ -5,6 +5,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import { describeError } from "../core/errors.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
+import { predecessorStates } from "./aggregateOrder.ts";
 import { NotAnOutboxItemError, StreamViewTypeError } from "./errors.ts";
 import { isOutboxKey, type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
@@ -16,13 +17,17 @@ import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
  * The outbox relay: a Lambda handler for the app table's DynamoDB stream.
  *
  * For each batch (one shard, in stream order):
+ * 0. Holds back (leaves pending, acks) the events of an aggregate that has an older event still
+ *    pending or parked (aggregateOrder.ts): order per aggregate when the mapping gave up on older
+ *    records, or one was parked. The sweeper publishes them once the older ones are out.
  * 1. Keeps the INSERTs of pending outbox events. Anything else is skipped and counted (the
  *    event-source filter OUTBOX_STREAM_FILTER_PATTERN normally keeps it away); a non-outbox INSERT
  *    is logged as NotAnOutboxItemError, because it means the filter is missing.
  * 2. Publishes the events (see publisher.ts: Kafka keyed by aggregate id, SQS batches of 10, FIFO
  *    groups by aggregate id with the event id as deduplication id).
  * 3. Parks the events that can never be published (malformed item, unknown destination, rejected
- *    by the broker): to the parking queue if configured, and marked in the table. Never dropped.
+ *    by the broker): to the parking queue if configured (a reference when the image does not fit
+ *    it), and marked in the table. Never dropped. A parked event holds its aggregate's later ones.
  * 4. Clears `pending` on the published events (BatchWriteItem, 25 a call).
  * 5. Returns `batchItemFailures` with the first record that failed (transiently, or whose parking
  *    failed): Lambda checkpoints there and retries it and everything after it, in order. Later
@@ -52,6 +57,8 @@ export interface RelayReport {
   readonly parked: number;
   readonly failed: number;
   readonly skipped: number;
+  /** Left pending, acked: an older event of their aggregate is still waiting (the sweeper publishes them). */
+  readonly deferred: number;
   readonly markFailures: number;
 }
 
@@ -104,7 +111,11 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       const error = new NotAnOutboxItemError(
         "an INSERT of a non-outbox item reached the relay; check the event-source filter (OUTBOX_STREAM_FILTER_PATTERN)",
       );
-      telemetry?.logger.error(error.message, { sequenceNumber: record.dynamodb?.SequenceNumber });
+      // Logged under the error's name (docs/outbox.md), so a search for it finds the missing filter.
+      telemetry?.logger.error(`${error.name}: ${error.message}`, {
+        error: describeError(error),
+        sequenceNumber: record.dynamodb?.SequenceNumber,
+      });
       return { kind: "skip", reason: "not-outbox" };
     }
     if (image[A.pending] === undefined) return { kind: "skip", reason: "not-pending" };
@@ -133,10 +144,45 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       const failedAt = new Set<number>();
       let skipped = 0;
 
+      // Order per aggregate (aggregateOrder.ts): an event whose aggregate has an older event still
+      // pending or parked is not published here. It stays pending and its record is acked, so the
+      // shard moves on; the sweeper publishes it once everything older is out.
+      const pkOf = (p: Parsed): string | undefined =>
+        p.kind === "event" ? p.image[A.pk]?.S : p.kind === "park" ? p.key?.pk : undefined;
+      const firsts = new Map<string, { pk: string; sk: string }>();
+      const parkedInBatch = new Set<string>();
+      const heldBehindPark = new Set<number>();
+      parsed.forEach((p, i) => {
+        const pk = pkOf(p);
+        if (pk === undefined) return;
+        if (p.kind === "park") parkedInBatch.add(pk);
+        else if (parkedInBatch.has(pk)) heldBehindPark.add(i);
+        if (!firsts.has(pk) && p.kind === "event") firsts.set(pk, { pk, sk: p.image[A.sk]!.S! });
+      });
+      const predecessors = await predecessorStates(client, tableName, [...firsts.values()]);
+      let deferred = 0;
       const eventIdx: number[] = [];
       parsed.forEach((p, i) => {
-        if (p.kind === "event") eventIdx.push(i);
-        else if (p.kind === "skip") skipped++;
+        if (p.kind === "skip") {
+          skipped++;
+          return;
+        }
+        if (p.kind !== "event") return;
+        const pk = p.image[A.pk]!.S!;
+        const before = predecessors.get(pk);
+        if (before?.state === "unknown") {
+          failedAt.add(i);
+          telemetry?.logger.warn("outbox order check failed; will retry", {
+            eventId: p.event.eventId,
+            error: describeError(before.error),
+          });
+        } else if (before?.state === "waiting" || heldBehindPark.has(i)) {
+          deferred++;
+          telemetry?.logger.info("outbox event held: an older event of its aggregate is waiting", {
+            eventId: p.event.eventId,
+            blockedBy: before?.state === "waiting" ? before.blockingSk : "parked in this batch",
+          });
+        } else eventIdx.push(i);
       });
       const events = eventIdx.map((i) => (parsed[i] as Extract<Parsed, { kind: "event" }>).event);
       const outcomes = await publisher.publish(events);
@@ -221,6 +267,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         parked,
         failed: failedAt.size,
         skipped,
+        deferred,
         markFailures: cleared.failed,
       };
       if (telemetry) {
@@ -228,6 +275,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         if (parked) telemetry.count(METRIC.outboxParked, parked);
         if (failedAt.size) telemetry.count(METRIC.outboxPublishFailures, failedAt.size);
         if (skipped) telemetry.count(METRIC.outboxRelaySkipped, skipped);
+        if (deferred) telemetry.count(METRIC.outboxDeferred, deferred);
         if (cleared.failed) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
       }
       if (failedAt.size === 0) return { batchItemFailures: [] };

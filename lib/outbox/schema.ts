@@ -11,7 +11,8 @@
  * | outbox event  | `OUTBOX#<aggregateType>#<aggregateId>` | `EVENT#<eventId>` (UUIDv7, time-ordered) |
  *
  * All events of one aggregate share a partition key, so DynamoDB Streams delivers them to one shard
- * (and one Lambda concurrent batch, even with ParallelizationFactor > 1) in commit order.
+ * in commit order (and the relay's mapping reads a shard one batch at a time: ParallelizationFactor
+ * 1, since a higher factor keeps order only per item).
  */
 export const OUTBOX_ATTR = {
   /** Partition key (S). */
@@ -58,6 +59,8 @@ export const OUTBOX_ATTR = {
   publishedBy: "publishedBy",
   /** Epoch ms (N), set when a permanently failing event was parked instead of published. */
   parkedAt: "parkedAt",
+  /** Epoch ms (N), set by `discardParked`: a parked event given up for good (no longer holds its aggregate back). */
+  discardedAt: "discardedAt",
   /** `Type: message` of the error that parked it (S). */
   lastError: "lastError",
   // Inbox marker attributes
@@ -132,15 +135,15 @@ export const OUTBOX_IAM_ACTIONS = {
     "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",
   ],
-  /** The relay clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
-  relay: ["dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  /** The relay checks each aggregate's previous event with Query (order per aggregate), clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
+  relay: ["dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
   relayStream: [
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
     "dynamodb:ListStreams",
   ],
-  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and clears markers with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement). */
+  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and the table (each aggregate's previous event), and clears markers with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement). */
   sweeper: ["dynamodb:Query", "dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
 } as const;
 

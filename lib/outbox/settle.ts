@@ -10,7 +10,7 @@ import type { MessageAttributeValue, SQSClient } from "@aws-sdk/client-sqs";
 import type { AttributeValue as LambdaAttributeValue } from "aws-lambda";
 import { contextToHeaders, failureContext } from "../core/failureContext.ts";
 import { StatementBatcher } from "../dedup/statementBatcher.ts";
-import { sendToParkingQueue } from "./publisher.ts";
+import { SQS_LIMITS, sendToParkingQueue } from "./publisher.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "./schema.ts";
 
 /**
@@ -199,14 +199,44 @@ export async function park(input: ParkInput, options: ParkingOptions): Promise<v
       "x-failure-context": { DataType: "String", StringValue: JSON.stringify(headers) },
       ...(input.eventId ? { "message-id": { DataType: "String", StringValue: input.eventId } } : {}),
     };
-    await sendToParkingQueue(
-      options.sqs(),
-      options.parkingQueueUrl,
-      JSON.stringify({ kind: "outbox-parked", context: headers, key: input.key, item: input.image }),
-      attributes,
-      input.key?.pk,
-      input.eventId,
-    );
+    const send = (body: string) =>
+      sendToParkingQueue(
+        options.sqs(),
+        options.parkingQueueUrl!,
+        body,
+        attributes,
+        input.key?.pk,
+        input.eventId,
+      );
+    const full = JSON.stringify({
+      kind: "outbox-parked",
+      context: headers,
+      key: input.key,
+      item: input.image,
+    });
+    // An event rejected for its size may not fit the parking queue either (SQS takes 1 MiB; a queue
+    // may be set lower; the image is JSON inside JSON). Then the queue gets a reference: keys and
+    // context, no image. Nothing is lost: the item stays in the table, marked parked, with its TTL
+    // pushed out, and `requeueParked` works from there. Without this, a failed parking would fail
+    // the record and block its stream shard until the mapping gave up.
+    const sizeOf = (body: string) =>
+      Buffer.byteLength(body, "utf8") + Buffer.byteLength(JSON.stringify(attributes));
+    const compact = () =>
+      JSON.stringify({
+        kind: "outbox-parked-ref",
+        context: headers,
+        key: input.key,
+        itemOmitted: `the item (${Buffer.byteLength(full, "utf8")} bytes as JSON) is too large for the parking queue; it stays in the table with parkedAt set`,
+      });
+    if (input.key && sizeOf(full) > SQS_LIMITS.maxMessageBytes) await send(compact());
+    else {
+      try {
+        await send(full);
+      } catch (error) {
+        if (!input.key || !isMessageTooLarge(error)) throw error;
+        await send(compact());
+      }
+    }
   }
   if (!input.key) return;
   const retention = options.parkedRetentionSeconds ?? 14 * 24 * 3600;
@@ -236,6 +266,15 @@ export async function park(input: ParkInput, options: ParkingOptions): Promise<v
     // Gone already (TTL): nothing left to mark; the parking queue (if any) has it.
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
   }
+}
+
+/** SQS's answer to a message over the queue's MaximumMessageSize (InvalidParameterValue "must be shorter than"). */
+function isMessageTooLarge(error: unknown): boolean {
+  const e = error as { name?: string; message?: string } | null;
+  return (
+    /MessageTooLong|InvalidParameterValue|BatchRequestTooLong/.test(e?.name ?? "") &&
+    /shorter than|too long|too large|size/i.test(e?.message ?? "")
+  );
 }
 
 /**
@@ -285,6 +324,36 @@ export async function requeueParked(
           ":ret": { N: String(retention) },
           ...(options.destination ? { ":dest": { S: options.destination } } : {}),
         },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
+}
+
+/**
+ * Gives up on a parked event for good, so the later events of its aggregate may go out (a parked
+ * event holds them back: order per aggregate). The item loses `parkedAt`, gets `discardedAt`, and
+ * keeps its TTL; the parking queue's copy (if any) is the record of what was given up. Returns false
+ * if the item is gone or is not parked.
+ */
+export async function discardParked(
+  client: DynamoDBClient,
+  tableName: string,
+  key: { pk: string; sk: string },
+  options: { now?: number } = {},
+): Promise<boolean> {
+  try {
+    await client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { [A.pk]: { S: key.pk }, [A.sk]: { S: key.sk } },
+        UpdateExpression: "SET #discardedAt = :now REMOVE #parkedAt",
+        ConditionExpression: "attribute_exists(#parkedAt)",
+        ExpressionAttributeNames: { "#parkedAt": A.parkedAt, "#discardedAt": A.discardedAt },
+        ExpressionAttributeValues: { ":now": { N: String(options.now ?? Date.now()) } },
       }),
     );
     return true;

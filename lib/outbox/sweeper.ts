@@ -3,6 +3,7 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { describeError } from "../core/errors.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
+import { predecessorStates } from "./aggregateOrder.ts";
 import { type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "./schema.ts";
@@ -51,6 +52,8 @@ export interface SweepReport {
   readonly republished: number;
   readonly parked: number;
   readonly failed: number;
+  /** Left pending: an older event of their aggregate is still pending or parked (order per aggregate). */
+  readonly held: number;
   /** After the run: all pending events, any age. */
   readonly pendingCount: number;
   /** After the run: age of the oldest pending event (0 when none). */
@@ -170,15 +173,39 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
         Array.from({ length: shards }, (_, s) => queryDue(String(s), cutoff, perShard)),
       );
       let truncated = results.some((r) => r.more);
-      // Oldest first; an aggregate's events in creation order (sk holds the UUIDv7 event id).
-      const due = results
+      // Per aggregate in creation order (sk holds the UUIDv7 event id), aggregates oldest first.
+      const byAggregate = new Map<string, Due[]>();
+      for (const d of results
         .flatMap((r) => r.items)
-        .sort((a, b) => a.since - b.since || (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+        .sort((a, b) => a.since - b.since || (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0))) {
+        const pk = d.item[A.pk]?.S ?? "";
+        const list = byAggregate.get(pk) ?? [];
+        list.push(d);
+        byAggregate.set(pk, list);
+      }
+      for (const list of byAggregate.values()) list.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+      // Order per aggregate (aggregateOrder.ts): an aggregate whose oldest due event has an older
+      // event still pending (not due yet, e.g. requeued) or parked waits; nothing of it goes out.
+      const predecessors = await predecessorStates(
+        client,
+        tableName,
+        [...byAggregate].map(([pk, list]) => ({ pk, sk: list[0]!.sk })),
+      );
+      let held = 0;
+      let failed = 0;
+      const due: Due[] = [];
+      for (const [pk, list] of byAggregate) {
+        const before = predecessors.get(pk);
+        if (before?.state === "waiting") held += list.length;
+        else if (before?.state === "unknown") failed += list.length;
+        else due.push(...list);
+      }
+      const dueCount = due.length + held + failed;
 
       let republished = 0;
       let parked = 0;
-      let failed = 0;
-      const blocked = new Set<string>(); // aggregates with a failed event: later ones wait for the next run
+      // Aggregates whose event failed or was parked in this run: their later events wait.
+      const blocked = new Map<string, "failed" | "parked">();
       for (let i = 0; i < due.length; i += batchSize) {
         if (deadline !== undefined && now() >= deadline) {
           truncated = true;
@@ -193,26 +220,36 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
         }> = [];
         for (const d of slice) {
           const pk = d.item[A.pk]?.S ?? "";
-          if (blocked.has(pk)) {
+          const by = blocked.get(pk);
+          if (by === "failed") {
             failed++;
+            continue;
+          }
+          if (by === "parked") {
+            held++;
             continue;
           }
           try {
             events.push({ event: parseOutboxItem(d.item), item: d.item });
           } catch (error) {
             toPark.push({ item: d.item, error, eventId: d.item[A.eventId]?.S });
+            blocked.set(pk, "parked");
           }
         }
         const outcomes = await publisher.publish(events.map((e) => e.event));
         const toClear: Record<string, AttributeValue>[] = [];
         outcomes.forEach((o, n) => {
           const e = events[n]!;
+          const pk = e.item[A.pk]?.S ?? "";
           if (o.status === "published") toClear.push(e.item);
-          else if (o.status === "rejected")
+          else if (o.status === "rejected") {
             toPark.push({ item: e.item, error: o.error, eventId: e.event.eventId });
-          else {
+            blocked.set(pk, "parked");
+          } else if (blocked.get(pk) === "parked") {
+            held++; // behind an earlier event of its aggregate that this run parks
+          } else {
             failed++;
-            blocked.add(e.item[A.pk]?.S ?? "");
+            blocked.set(pk, "failed");
             telemetry?.logger.warn("sweeper: republish failed; next run retries", {
               eventId: e.event.eventId,
               error: describeError(o.error),
@@ -254,8 +291,9 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
         if (republished) telemetry.count(METRIC.outboxRepublished, republished);
         if (parked) telemetry.count(METRIC.outboxParked, parked);
         if (failed) telemetry.count(METRIC.outboxPublishFailures, failed);
+        if (held) telemetry.count(METRIC.outboxDeferred, held);
       }
-      return { due: due.length, republished, parked, failed, ...backlog, truncated };
+      return { due: dueCount, republished, parked, failed, held, ...backlog, truncated };
     },
   };
 }

@@ -187,6 +187,92 @@ function valuesBytes(values: Record<string, AttributeValue> | undefined): number
   return values ? itemSize(values) : 0;
 }
 
+/** The staged write of each kind, as the handler passes it. */
+interface StagedWrites {
+  put: StagedPut;
+  update: StagedUpdate;
+  delete: StagedDelete;
+  conditionCheck: StagedConditionCheck;
+}
+type StagedKind = keyof StagedWrites;
+
+interface BuiltAction {
+  readonly action: TransactWriteItem;
+  /** What the action adds to the transaction's size (the item, or the key and the values). */
+  readonly bytes: number;
+  /** The item or key, to catch two writes to one item. */
+  readonly key: Record<string, AttributeValue>;
+}
+
+/**
+ * One builder per kind of staged write: the DocumentClient shape → the TransactWriteItem, its
+ * size, and the key it targets. Every action asks for the old item when its condition fails
+ * (ReturnValuesOnConditionCheckFailure: ALL_OLD), so `onConditionFailed` can see it.
+ */
+const STAGE_BUILDERS: { readonly [K in StagedKind]: (write: StagedWrites[K], table: string) => BuiltAction } =
+  {
+    put(put, table) {
+      const item = marshall(put.Item, marshallOptions);
+      return {
+        action: {
+          Put: {
+            TableName: table,
+            Item: item,
+            ...expressionParts(put),
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          },
+        },
+        bytes: itemSize(item),
+        key: item,
+      };
+    },
+    update(update, table) {
+      const key = marshall(update.Key, marshallOptions);
+      const parts = expressionParts(update);
+      return {
+        action: {
+          Update: {
+            TableName: table,
+            Key: key,
+            UpdateExpression: update.UpdateExpression,
+            ...parts,
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          },
+        },
+        bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
+        key,
+      };
+    },
+    delete(del, table) {
+      const key = marshall(del.Key, marshallOptions);
+      const parts = expressionParts(del);
+      return {
+        action: {
+          Delete: { TableName: table, Key: key, ...parts, ReturnValuesOnConditionCheckFailure: "ALL_OLD" },
+        },
+        bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
+        key,
+      };
+    },
+    conditionCheck(check, table) {
+      const key = marshall(check.Key, marshallOptions);
+      const parts = expressionParts(check);
+      return {
+        action: {
+          ConditionCheck: {
+            TableName: table,
+            Key: key,
+            ConditionExpression: check.ConditionExpression,
+            ...parts,
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          },
+        },
+        bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
+        key,
+      };
+    },
+  };
+
 const THROTTLING = new Set(["ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"]);
 const REJECTED = new Set(["ValidationError", "ItemCollectionSizeLimitExceeded"]);
 
@@ -256,14 +342,9 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
       });
 
       let sealed = false;
-      const stage = (
-        kind: "put" | "update" | "delete" | "conditionCheck",
-        build: () => {
-          action: TransactWriteItem;
-          bytes: number;
-          table: string;
-          key: Record<string, AttributeValue>;
-        },
+      const stage = <K extends StagedKind>(
+        kind: K,
+        write: StagedWrites[K],
         stageOptions: StageOptions | undefined,
       ) => {
         if (sealed)
@@ -271,7 +352,8 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
             "the unit of work was already committed; stage writes inside the handler",
           );
         counter++;
-        const { action, bytes, table, key } = build();
+        const table = write.TableName ?? tableName;
+        const { action, bytes, key } = STAGE_BUILDERS[kind](write, table);
         staged.push({
           action,
           label: stageOptions?.label ?? `${kind}#${counter}`,
@@ -287,104 +369,10 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
         get actionCount() {
           return staged.length;
         },
-        put(put, o) {
-          stage(
-            "put",
-            () => {
-              const table = put.TableName ?? tableName;
-              const item = marshall(put.Item, marshallOptions);
-              const parts = expressionParts(put);
-              return {
-                action: {
-                  Put: {
-                    TableName: table,
-                    Item: item,
-                    ...parts,
-                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                  },
-                },
-                bytes: itemSize(item),
-                table,
-                key: item,
-              };
-            },
-            o,
-          );
-        },
-        update(update, o) {
-          stage(
-            "update",
-            () => {
-              const table = update.TableName ?? tableName;
-              const key = marshall(update.Key, marshallOptions);
-              const parts = expressionParts(update);
-              return {
-                action: {
-                  Update: {
-                    TableName: table,
-                    Key: key,
-                    UpdateExpression: update.UpdateExpression,
-                    ...parts,
-                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                  },
-                },
-                bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
-                table,
-                key,
-              };
-            },
-            o,
-          );
-        },
-        delete(del, o) {
-          stage(
-            "delete",
-            () => {
-              const table = del.TableName ?? tableName;
-              const key = marshall(del.Key, marshallOptions);
-              const parts = expressionParts(del);
-              return {
-                action: {
-                  Delete: {
-                    TableName: table,
-                    Key: key,
-                    ...parts,
-                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                  },
-                },
-                bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
-                table,
-                key,
-              };
-            },
-            o,
-          );
-        },
-        conditionCheck(check, o) {
-          stage(
-            "conditionCheck",
-            () => {
-              const table = check.TableName ?? tableName;
-              const key = marshall(check.Key, marshallOptions);
-              const parts = expressionParts(check);
-              return {
-                action: {
-                  ConditionCheck: {
-                    TableName: table,
-                    Key: key,
-                    ConditionExpression: check.ConditionExpression,
-                    ...parts,
-                    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-                  },
-                },
-                bytes: itemSize(key) + valuesBytes(parts.ExpressionAttributeValues),
-                table,
-                key,
-              };
-            },
-            o,
-          );
-        },
+        put: (put, o) => stage("put", put, o),
+        update: (update, o) => stage("update", update, o),
+        delete: (del, o) => stage("delete", del, o),
+        conditionCheck: (check, o) => stage("conditionCheck", check, o),
         publish(input) {
           if (sealed)
             throw new UnitOfWorkInvalidError(

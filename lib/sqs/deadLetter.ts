@@ -1,6 +1,6 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
-import { type PlainAttribute, packAttributes } from "../core/attributePacking.ts";
+import { carriedMessageId, type PlainAttribute, packAttributes } from "../core/attributePacking.ts";
 import { contextToHeaders, type FailureContext } from "../core/failureContext.ts";
 
 /** A record's message attributes as they were sent. */
@@ -39,7 +39,15 @@ export async function parkInDeadLetterQueue(
   record: SQSRecord,
   context: FailureContext,
 ): Promise<void> {
-  const attributes = packAttributes(plainAttributes(record), contextToHeaders(context));
+  // A redriven copy keeps the id its original was deduplicated under, through every later park.
+  const strings = Object.fromEntries(
+    Object.entries(record.messageAttributes ?? {}).map(([k, a]) => [k, a.stringValue]),
+  );
+  const carried = carriedMessageId(strings);
+  const attributes = packAttributes(
+    plainAttributes(record),
+    contextToHeaders(carried ? { ...context, messageId: carried } : context),
+  );
   const fifo = deadLetterUrl.endsWith(".fifo");
   await sqs.send(
     new SendMessageCommand({

@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { SQSRecord } from "aws-lambda";
+import { carriedMessageId } from "../core/attributePacking.ts";
 import { type Envelope, resolveDedupKey } from "../core/envelope.ts";
 import {
   InvalidJsonError,
@@ -7,6 +8,7 @@ import {
   PayloadTooLargeError,
   SchemaValidationError,
 } from "../core/errors.ts";
+import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 
 export interface SqsEnvelopeOptions<T> {
   /** How to read the body. @default "json" */
@@ -34,6 +36,10 @@ function headersOf(record: SQSRecord): Record<string, string> {
   for (const [name, attr] of Object.entries(record.messageAttributes ?? {})) {
     if (attr?.stringValue !== undefined) out[name] = attr.stringValue;
   }
+  // A copy redriven from a DLQ carries the original's id in its failure context: dedup it under
+  // that id, not its new message id (lib/dlq/sqsDeadLetters.ts, redrivenAttributes).
+  const carried = carriedMessageId(out);
+  if (carried !== undefined) out[CONTEXT_HEADERS.messageId] = carried;
   return out;
 }
 

@@ -6,6 +6,7 @@ import {
   databaseDies,
   poisonUnderLoad,
   randomFaults,
+  relayGivesUp,
   relayLosesBroker,
   type ScenarioContext,
   type ScenarioResult,
@@ -93,5 +94,14 @@ describe.sequential("chaos scenarios (small)", () => {
     expectContract(r);
     expect(r.figures.wrongOutcomes).toBe(0);
     expect(r.figures.dlq).toBe(r.figures.expectedParked);
+  });
+
+  it("7. the relay's stream mapping gives up while the brokers are away: nothing lost, each aggregate in order", {
+    timeout: 240_000,
+  }, async () => {
+    const r = await relayGivesUp(ctx, { aggregates: 5, versions: 4 });
+    expectContract(r);
+    expect(r.figures.droppedByMapping).toBeGreaterThan(0);
+    expect(r.figures.aggregatesOutOfOrder).toBe(0);
   });
 });

@@ -271,7 +271,7 @@ describe("app/outbox table, relay and sweeper", () => {
     });
   });
 
-  it("runs the sweeper every minute, with Query only on the pending index", () => {
+  it("runs the sweeper every minute, with Query on the pending index and the table (the order check), nowhere else", () => {
     const [sweeperId] = functionNamed("outbox-sweeper");
     ref.template.hasResourceProperties("AWS::Events::Rule", {
       ScheduleExpression: "rate(1 minute)",
@@ -286,6 +286,9 @@ describe("app/outbox table, relay and sweeper", () => {
       asList(s.Action).includes("dynamodb:Query"),
     );
     expect(JSON.stringify(query.Resource)).toContain("/index/pending-index");
+    const appId = logicalIdOf("AppTable", "AWS::DynamoDB::Table");
+    expect(asList(query.Resource).map((r) => JSON.stringify(r))).toHaveLength(2);
+    expect(JSON.stringify(query.Resource)).toContain(appId);
   });
 
   it("gives order-consumer the unit-of-work actions on the app table and its name", () => {

@@ -5,13 +5,15 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { packAttributes } from "../../lib/core/attributePacking.ts";
+import { packAttributes, unpackAttributes } from "../../lib/core/attributePacking.ts";
 import { inspectKafkaDeadLetters, replayKafkaDeadLetters } from "../../lib/dlq/kafkaDeadLetters.ts";
 import { inspectSqsDeadLetters, redriveSqsDeadLetters } from "../../lib/dlq/sqsDeadLetters.ts";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
 import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
-import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
+import { parkInDeadLetterQueue, toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
+import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";
 
@@ -241,8 +243,130 @@ describe("SQS DLQ: inspect and redrive", () => {
     expect(await drain(dlq.url)).toEqual([]);
     const arrived = await drain(source.url);
     expect(arrived.map((a) => a.body)).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
-    expect(arrived[0]!.attrs).toEqual({ tenant: "t1" });
-    expect(arrived[2]!.attrs).toEqual(ten);
-    expect(arrived.every((a) => !("x-failure-context" in a.attrs))).toBe(true);
+    // The user's attributes come back with the failure context kept beside them (folded when they use all 10).
+    expect(arrived[0]!.attrs.tenant).toBe("t1");
+    expect(JSON.parse(arrived[0]!.attrs["x-failure-context"]!)).toMatchObject({
+      "x-last-error": "InvalidJsonError: bad",
+      "x-original-queue": source.arn,
+    });
+    const folded = unpackAttributes(
+      Object.fromEntries(
+        Object.entries(arrived[2]!.attrs).map(([k, v]) => [k, { DataType: "String", StringValue: v }]),
+      ),
+    );
+    expect(Object.fromEntries(Object.entries(folded.attributes).map(([k, v]) => [k, v.StringValue]))).toEqual(
+      ten,
+    );
+    expect(folded.context?.["x-last-error"]).toBe("InvalidJsonError: bad");
+    expect(arrived[5]!.attrs).toEqual({ tenant: "t6" }); // no context to keep
+  });
+
+  it("a redriven copy parked again keeps its original's x-message-id in the new context", async () => {
+    const dlq = await queue("again-dlq");
+    const record = {
+      messageId: "copy-id",
+      receiptHandle: "rh",
+      body: "{}",
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {
+        "x-failure-context": { dataType: "String", stringValue: '{"x-message-id":"original-id"}' },
+      },
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:orders",
+      awsRegion: "us-east-1",
+    } as unknown as SQSRecord;
+    await parkInDeadLetterQueue(client, dlq.url, record, {
+      retryCount: 0,
+      firstFailedAt: new Date().toISOString(),
+      lastError: { type: "TransientError", message: "again" },
+      messageId: "copy-id",
+      consumer: "c",
+    });
+    const [letter] = (
+      await client.send(
+        new ReceiveMessageCommand({ QueueUrl: dlq.url, WaitTimeSeconds: 1, MessageAttributeNames: ["All"] }),
+      )
+    ).Messages!;
+    const context = JSON.parse(letter!.MessageAttributes!["x-failure-context"]!.StringValue!) as Record<
+      string,
+      string
+    >;
+    expect(context).toMatchObject({ "x-message-id": "original-id", "x-last-error": "TransientError: again" });
+  });
+
+  it("a redriven copy keeps x-message-id, so the consumer dedups it under the original's id", async () => {
+    const source = await queue("pay");
+    const dlq = await queue("pay-dlq");
+    // As the consumer parks a message with no business key and no producer id: its dedup id was its SQS message id.
+    const parked = async (attrs: Record<string, string>, original: string) =>
+      client.send(
+        new SendMessageCommand({
+          QueueUrl: dlq.url,
+          MessageBody: `{"n":"${original}"}`,
+          MessageAttributes: toSdkAttributes(
+            packAttributes(
+              Object.fromEntries(
+                Object.entries(attrs).map(([k, v]) => [k, { DataType: "String", StringValue: v }]),
+              ),
+              {
+                "x-original-queue": source.arn,
+                "x-last-error": "TransientError: timeout",
+                "x-message-id": original,
+                "x-retry-count": "3",
+              },
+            ),
+          ),
+        }),
+      );
+    await parked({ tenant: "t" }, "sqs-original-1");
+    await parked(
+      Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, `v${i}`])),
+      "sqs-original-2",
+    );
+    expect(await redriveSqsDeadLetters(client, dlq.url)).toMatchObject({ moved: 2, failed: 0 });
+    const out = await client.send(
+      new ReceiveMessageCommand({
+        QueueUrl: source.url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        MessageAttributeNames: ["All"],
+        MessageSystemAttributeNames: ["All"],
+      }),
+    );
+    const copies = out.Messages ?? [];
+    expect(copies).toHaveLength(2);
+    const ids = await Promise.all(
+      copies.map(async (m) => {
+        const envelope = await toSqsEnvelope<{ n: string }>(
+          {
+            messageId: m.MessageId!,
+            receiptHandle: m.ReceiptHandle!,
+            body: m.Body!,
+            attributes: { ApproximateReceiveCount: "1" } as SQSRecord["attributes"],
+            messageAttributes: Object.fromEntries(
+              Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+                k,
+                {
+                  dataType: v.DataType!,
+                  stringValue: v.StringValue,
+                } as SQSRecord["messageAttributes"][string],
+              ]),
+            ),
+            md5OfBody: "",
+            eventSource: "aws:sqs",
+            eventSourceARN: source.arn,
+            awsRegion: "us-east-1",
+          },
+          {},
+        );
+        expect(envelope.id).not.toBe(m.MessageId);
+        return { n: envelope.body.n, id: envelope.id, idSource: envelope.idSource };
+      }),
+    );
+    expect(ids.sort((a, b) => a.n.localeCompare(b.n))).toEqual([
+      { n: "sqs-original-1", id: "sqs-original-1", idSource: "producer" },
+      { n: "sqs-original-2", id: "sqs-original-2", idSource: "producer" },
+    ]);
   });
 });

@@ -367,3 +367,28 @@ describe("relay to SQS FIFO and parking", () => {
     expect(telemetry.counts.OutboxRelaySkipped).toBeGreaterThan(0);
   });
 });
+
+describe("publisher batch sizing", () => {
+  it("fills SendMessageBatch up to SQS's 1 MiB, not the old 256 KiB", async () => {
+    const url = await queue("big");
+    const publisher = createOutboxPublisher({ sqs });
+    const events = Array.from({ length: 5 }, (_, i) => ({
+      eventId: `e${i}`,
+      aggregateType: "doc",
+      aggregateId: `d${i}`,
+      eventType: "Big",
+      payload: String(i).repeat(250_000),
+      contentType: "text/plain",
+      schemaVersion: "1",
+      headers: {},
+      createdAt: Date.now(),
+      destination: `sqs:${url}`,
+      causationId: undefined,
+    }));
+    const outcomes = await publisher.publish(events);
+    expect(outcomes.map((o) => o.status)).toEqual(Array(5).fill("published"));
+    // 4 × 250 KB fit one call under 1 MiB; the 5th goes in a second (256 KiB: one call each).
+    expect(publisher.calls.sqsSendMessageBatch).toBe(2);
+    expect((await receiveAll(sqs, url)).length).toBe(5);
+  });
+});

@@ -1,0 +1,311 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { createAppTable } from "../../lib/local/appTable.ts";
+import { deleteTable } from "../../lib/local/resources.ts";
+import { createTelemetry } from "../../lib/observability/telemetry.ts";
+import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
+import { createOutboxRelay } from "../../lib/outbox/relay.ts";
+import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
+import { discardParked, requeueParked } from "../../lib/outbox/settle.ts";
+import { createOutboxSweeper } from "../../lib/outbox/sweeper.ts";
+import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
+import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
+import { names } from "../support/names.ts";
+import { byPrefix, envelopeOf, receiveAll, scanAll, streamTrigger } from "../support/outboxHarness.ts";
+
+/**
+ * Order per aggregate on every path that publishes (docs/outbox.md, "Order per aggregate"): no
+ * event of an aggregate leaves while an older one is still pending or parked, whether the older
+ * one was dropped by a stream mapping that gave up, parked, or requeued.
+ */
+const name = names(import.meta.url);
+const ddb = new DynamoDBClient({});
+const sqs = createSqsClient();
+const tables: string[] = [];
+const queues: string[] = [];
+
+afterAll(async () => {
+  await Promise.all(tables.map((t) => deleteTable(ddb, t)));
+  await Promise.all(queues.map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl })).catch(() => {})));
+});
+
+async function appTable(what: string) {
+  const table = name(what);
+  tables.push(table);
+  return { table, streamArn: await createAppTable(ddb, table) };
+}
+async function queue(what: string, maximumMessageSize?: number) {
+  const fifo = what.endsWith(".fifo");
+  const out = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name(what),
+      Attributes: {
+        ...(fifo ? { FifoQueue: "true" } : {}),
+        ...(maximumMessageSize ? { MaximumMessageSize: String(maximumMessageSize) } : {}),
+      },
+    }),
+  );
+  queues.push(out.QueueUrl!);
+  return out.QueueUrl!;
+}
+const bodies = async (url: string) => (await receiveAll(sqs, url)).map((m) => m.Body);
+const minAgeMs = 60_000;
+
+describe("order per aggregate", () => {
+  it("a stream mapping that gave up on E1, E2: the relay holds E3 back, the sweeper sends E1, E2, E3 in order", async () => {
+    const { table, streamArn } = await appTable("gaveup");
+    const fifo = await queue("events.fifo");
+    let clock = Date.now();
+    const now = () => clock;
+    const uow = createInboxOutbox({
+      tableName: table,
+      scope: "g",
+      client: ddb,
+      defaultDestination: `sqs:${fifo}`,
+      now,
+    });
+    const write = (id: string, agg: string, v: string) =>
+      uow.run(envelopeOf(id, {}), (tx) => {
+        tx.publish({ aggregateType: "acct", aggregateId: agg, eventType: "Changed", payload: v });
+      });
+    // The destination is down (every SendMessageBatch fails) long enough for the mapping to give up.
+    let down = true;
+    const flaky = createSqsClient({ maxAttempts: 1 });
+    flaky.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (down && context.commandName === "SendMessageBatchCommand")
+          throw Object.assign(new Error("connection refused"), { name: "NetworkingError" });
+        return next(args);
+      },
+      { step: "initialize", name: "brokerDown" },
+    );
+    const relay = createOutboxRelay({
+      tableName: table,
+      publisher: createOutboxPublisher({ sqs: flaky }),
+      now,
+    });
+    const trigger = streamTrigger(streamArn, relay.handler, { maximumRetryAttempts: 1 });
+    await write("a1", "A", "A1");
+    await write("a2", "A", "A2");
+    expect((await trigger.drain()).discarded).toBe(2); // E1, E2 dropped from the stream: still pending
+
+    down = false;
+    clock += 1_000;
+    await write("a3", "A", "A3");
+    await write("b1", "B", "B1");
+    await trigger.drain();
+    // B has nothing older waiting: out at once. A's E3 must not overtake E1 and E2.
+    expect(await bodies(fifo)).toEqual(["B1"]);
+    expect(relay.lastReport?.deferred).toBe(1);
+
+    clock += minAgeMs + 1_000;
+    const sweeper = createOutboxSweeper({
+      tableName: table,
+      client: ddb,
+      minAgeMs,
+      now,
+      publisherOptions: { sqs },
+    });
+    expect(await sweeper.sweep()).toMatchObject({ republished: 3, held: 0, pendingCount: 0 });
+    expect(await bodies(fifo)).toEqual(["A1", "A2", "A3"]);
+  });
+
+  it("a parked event holds its aggregate back on the relay and the sweeper until it is requeued; discard releases it", async () => {
+    const { table, streamArn } = await appTable("parked");
+    const fifo = await queue("events.fifo");
+    let clock = Date.now();
+    const now = () => clock;
+    const uow = createInboxOutbox({
+      tableName: table,
+      scope: "p",
+      client: ddb,
+      defaultDestination: `sqs:${fifo}`,
+      now,
+    });
+    let e1 = "";
+    await uow.run(envelopeOf("p1", {}), (tx) => {
+      e1 = tx.publish({
+        aggregateType: "acct",
+        aggregateId: "A",
+        eventType: "E",
+        payload: "A1",
+        destination: "nowhere",
+      });
+      tx.publish({ aggregateType: "acct", aggregateId: "B", eventType: "E", payload: "B1" });
+    });
+    await uow.run(envelopeOf("p2", {}), (tx) => {
+      tx.publish({ aggregateType: "acct", aggregateId: "A", eventType: "E", payload: "A2" });
+    });
+    const relay = createOutboxRelay({ tableName: table, now });
+    const trigger = streamTrigger(streamArn, relay.handler);
+    const stats = await trigger.drain();
+    expect(stats.discarded).toBe(0);
+    // E1 parked (no such destination); A2, in the same batch, must not go out ahead of it.
+    expect(await bodies(fifo)).toEqual(["B1"]);
+    const items = byPrefix(await scanAll(ddb, table), "OUTBOX#acct#A");
+    expect(items.filter((i) => i.parkedAt !== undefined).map((i) => i.eventId?.S)).toEqual([e1]);
+    expect(items.filter((i) => i.pending !== undefined).map((i) => i.payload?.S)).toEqual(["A2"]);
+
+    // The sweeper keeps the rule too: A2 stays pending behind the parked E1.
+    clock += minAgeMs + 1_000;
+    const sweeper = createOutboxSweeper({ tableName: table, client: ddb, minAgeMs, now });
+    expect(await sweeper.sweep()).toMatchObject({ republished: 0, held: 1, pendingCount: 1 });
+    expect(await bodies(fifo)).toEqual([]);
+
+    // After the fix: requeued with a destination that exists, E1 goes first, then A2 (requeued
+    // events are pending "now", so A2 is older in the pending index: the sweeper still waits).
+    const key = { pk: "OUTBOX#acct#A", sk: `EVENT#${e1}` };
+    expect(
+      await requeueParked(ddb, table, key, {
+        shard: pendingShard("acct", "A", OUTBOX_DEFAULTS.pendingShards),
+        destination: `sqs:${fifo}`,
+        now: clock,
+      }),
+    ).toBe(true);
+    expect(await sweeper.sweep()).toMatchObject({ republished: 0, held: 1 });
+    clock += minAgeMs + 1_000;
+    await sweeper.sweep();
+    await sweeper.sweep();
+    expect(await bodies(fifo)).toEqual(["A1", "A2"]);
+
+    // Giving a parked event up for good releases the aggregate.
+    let c1 = "";
+    await uow.run(envelopeOf("p3", {}), (tx) => {
+      c1 = tx.publish({
+        aggregateType: "acct",
+        aggregateId: "C",
+        eventType: "E",
+        payload: "C1",
+        destination: "nowhere",
+      });
+    });
+    await uow.run(envelopeOf("p4", {}), (tx) => {
+      tx.publish({ aggregateType: "acct", aggregateId: "C", eventType: "E", payload: "C2" });
+    });
+    await trigger.drain();
+    clock += minAgeMs + 1_000;
+    expect(await sweeper.sweep()).toMatchObject({ republished: 0, held: 1 });
+    expect(await discardParked(ddb, table, { pk: "OUTBOX#acct#C", sk: `EVENT#${c1}` }, { now: clock })).toBe(
+      true,
+    );
+    expect(await sweeper.sweep()).toMatchObject({ republished: 1, held: 0, pendingCount: 0 });
+    expect(await bodies(fifo)).toEqual(["C2"]);
+  });
+
+  it("an event too large even to park is parked as a reference; its shard moves on and its aggregate waits", async () => {
+    const { table, streamArn } = await appTable("toolarge");
+    const small = await queue("small.fifo", 1_024); // rejects the event
+    const parking = await queue("parking", 2_048); // rejects the event's whole image
+    const uow = createInboxOutbox({
+      tableName: table,
+      scope: "t",
+      client: ddb,
+      defaultDestination: `sqs:${small}`,
+    });
+    let big = "";
+    await uow.run(envelopeOf("t1", {}), (tx) => {
+      big = tx.publish({
+        aggregateType: "doc",
+        aggregateId: "A",
+        eventType: "E",
+        payload: "x".repeat(3_000),
+      });
+    });
+    await uow.run(envelopeOf("t2", {}), (tx) => {
+      tx.publish({ aggregateType: "doc", aggregateId: "A", eventType: "E", payload: "A2" });
+      tx.publish({ aggregateType: "doc", aggregateId: "B", eventType: "E", payload: "B1" });
+    });
+    const relay = createOutboxRelay({ tableName: table, parkingQueueUrl: parking });
+    const stats = await streamTrigger(streamArn, relay.handler, { maximumRetryAttempts: 2 }).drain();
+    expect(stats.discarded).toBe(0); // the shard was never blocked
+    expect(await bodies(small)).toEqual(["B1"]);
+    const parked = (await receiveAll(sqs, parking)).map(
+      (m) => JSON.parse(m.Body!) as Record<string, unknown>,
+    );
+    expect(parked).toHaveLength(1);
+    expect(parked[0]).toMatchObject({
+      kind: "outbox-parked-ref",
+      key: { pk: "OUTBOX#doc#A", sk: `EVENT#${big}` },
+      context: { "x-message-id": big },
+    });
+    const item = await ddb.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: "OUTBOX#doc#A" }, sk: { S: `EVENT#${big}` } } }),
+    );
+    expect(item.Item?.parkedAt).toBeDefined();
+    expect(item.Item?.payload?.S).toHaveLength(3_000); // nothing lost: the item is still there
+    const pending = byPrefix(await scanAll(ddb, table), "OUTBOX#doc#A").filter(
+      (i) => i.pending !== undefined,
+    );
+    expect(pending.map((i) => i.payload?.S)).toEqual(["A2"]);
+  });
+
+  it("the sweeper parks an event too large even to park as a reference too, instead of retrying it every run", async () => {
+    const { table } = await appTable("toolarge-sweep");
+    const small = await queue("small2.fifo", 1_024);
+    const parking = await queue("parking2", 2_048);
+    let clock = Date.now();
+    const now = () => clock;
+    const uow = createInboxOutbox({
+      tableName: table,
+      scope: "s",
+      client: ddb,
+      defaultDestination: `sqs:${small}`,
+      now,
+    });
+    let big = "";
+    await uow.run(envelopeOf("s1", {}), (tx) => {
+      big = tx.publish({
+        aggregateType: "doc",
+        aggregateId: "A",
+        eventType: "E",
+        payload: "y".repeat(3_000),
+      });
+      tx.publish({ aggregateType: "doc", aggregateId: "B", eventType: "E", payload: "B1" });
+    });
+    await uow.run(envelopeOf("s2", {}), (tx) => {
+      tx.publish({ aggregateType: "doc", aggregateId: "A", eventType: "E", payload: "A2" });
+    });
+    clock += minAgeMs + 1_000;
+    const sweeper = createOutboxSweeper({
+      tableName: table,
+      client: ddb,
+      minAgeMs,
+      now,
+      parkingQueueUrl: parking,
+    });
+    expect(await sweeper.sweep()).toMatchObject({
+      republished: 1,
+      parked: 1,
+      failed: 0,
+      held: 1,
+      pendingCount: 1,
+    });
+    expect(await bodies(small)).toEqual(["B1"]);
+    const parked = (await receiveAll(sqs, parking)).map(
+      (m) => JSON.parse(m.Body!) as Record<string, unknown>,
+    );
+    expect(parked).toMatchObject([
+      { kind: "outbox-parked-ref", key: { pk: "OUTBOX#doc#A", sk: `EVENT#${big}` } },
+    ]);
+    // The next run does not try the parked event again, and A2 still waits behind it.
+    expect(await sweeper.sweep()).toMatchObject({ republished: 0, parked: 0, failed: 0, held: 1 });
+  });
+
+  it("logs a non-outbox INSERT under the error's name, NotAnOutboxItemError", async () => {
+    const { table, streamArn } = await appTable("notoutbox");
+    const logger = new Logger({ serviceName: "test", logLevel: "SILENT" });
+    const error = vi.spyOn(logger, "error");
+    const relay = createOutboxRelay({ tableName: table, telemetry: createTelemetry({ logger }) });
+    await ddb.send(
+      new PutItemCommand({ TableName: table, Item: { pk: { S: "ORDER#1" }, sk: { S: "ORDER" } } }),
+    );
+    await streamTrigger(streamArn, relay.handler, { filterPattern: undefined }).drain();
+    expect(error).toHaveBeenCalledTimes(1);
+    const [message, extra] = error.mock.calls[0]!;
+    expect(message).toMatch(/^NotAnOutboxItemError: /);
+    expect(extra).toMatchObject({ error: { type: "NotAnOutboxItemError" } });
+  });
+});
