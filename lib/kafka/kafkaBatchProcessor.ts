@@ -1,7 +1,6 @@
 import { setTimeout as sleepMs } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
-import type { Envelope } from "../core/envelope.ts";
 import {
   classifyError,
   describeError,
@@ -14,7 +13,7 @@ import { runKeyed } from "../core/keyedScheduler.ts";
 import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import { createIdempotency, type IdempotencyOptions, type IdempotencySetting } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
+import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
 import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
@@ -39,7 +38,7 @@ export interface KafkaRecordContext {
 }
 
 export type KafkaRecordHandler<T> = (
-  envelope: Envelope<T>,
+  envelope: KafkaEnvelope<T>,
   ctx: KafkaRecordContext,
 ) => Promise<unknown> | unknown;
 
@@ -308,6 +307,7 @@ export function createKafkaBatchProcessor<T>(
       }
       if (!parsed.ok) return fail(index, parsed.error, undefined);
       const envelope = parsed.envelope;
+      if (envelope.tombstone && options.tombstones === "skip") return { kind: "processed" };
       if (duplicateOf[index] !== undefined) {
         telemetry.count(METRIC.inBatchDuplicates);
         return { kind: "duplicate" };

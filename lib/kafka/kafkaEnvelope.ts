@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { type Envelope, resolveDedupKey } from "../core/envelope.ts";
+import { type Envelope, MESSAGE_ID_HEADER, resolveDedupKey } from "../core/envelope.ts";
 import {
   InvalidJsonError,
   MalformedRecordError,
@@ -8,7 +8,42 @@ import {
   SchemaValidationError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import { decodeHeaders, decodeUtf8, type KafkaRecordView } from "./mskEvent.ts";
+import type { KafkaRecordView, RawHeader } from "./mskEvent.ts";
+
+/**
+ * Reading the text of a header whose bytes are not UTF-8. Permanent: a handler that needs the text
+ * of a binary header cannot succeed on a retry. The bytes are in `envelope.headerBytes`.
+ */
+export class BinaryHeaderError extends MalformedRecordError {
+  override readonly name = "BinaryHeaderError";
+}
+
+/** Reading `envelope.key` (the text) of a key whose bytes are not UTF-8; the bytes are in `keyBytes`. */
+export class BinaryKeyError extends MalformedRecordError {
+  override readonly name = "BinaryKeyError";
+}
+
+/** The Kafka envelope: the common envelope plus the record's bytes, which Kafka defines it by. */
+export interface KafkaEnvelope<T = unknown> extends Envelope<T> {
+  /**
+   * The key as UTF-8 text. Reading it throws BinaryKeyError when the key bytes are not UTF-8 (it is
+   * then also left out of `Object.keys`); `keyBytes` always has them.
+   */
+  readonly key: string | undefined;
+  /** The key's bytes; `null` when the record has no key. */
+  readonly keyBytes: Buffer | null;
+  /**
+   * Header values as UTF-8 text, decoded lazily in effect: a header whose bytes are not UTF-8 is
+   * not listed (`Object.keys`, spread, JSON), and reading it throws BinaryHeaderError, so only a
+   * handler that really needs its text fails (and parks the record). The last value of a repeated
+   * name wins.
+   */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Every header's bytes (the last value of a repeated name wins; `ctx.record.headers` has all). */
+  readonly headerBytes: Readonly<Record<string, Buffer>>;
+  /** A null value: a tombstone of a compacted topic. `body` is then `null` and is not validated. */
+  readonly tombstone: boolean;
+}
 
 export interface KafkaEnvelopeOptions<T> {
   /**
@@ -23,11 +58,18 @@ export interface KafkaEnvelopeOptions<T> {
   /** Values larger than this are rejected as permanent errors. @default 1048576 (Kafka's default max) */
   readonly maxValueBytes?: number;
   /**
-   * Accept records with a null value (tombstones of a compacted topic); the body is then `null`.
-   * Otherwise a null value is a MalformedRecordError and goes to the dead-letter topic.
-   * @default false
+   * Records with a null value (tombstones of a compacted topic) are not bad input: the handler sees
+   * them with `tombstone: true` and `body: null` (the schema is not applied). `false` rejects them as
+   * MalformedRecordError (dead-letter topic); to skip them unseen, see the consumer's `tombstones`.
+   * @default true
    */
   readonly allowNullValue?: boolean;
+  /**
+   * What the consumer does with a tombstone it accepts: `deliver` it to the handler, or `skip` it
+   * (acknowledged unseen, no dedup claim).
+   * @default "deliver"
+   */
+  readonly tombstones?: "deliver" | "skip";
 }
 
 /** The Kafka broker coordinates, the last-resort dedup key: `topic:partition:offset`. */
@@ -61,10 +103,10 @@ function summarise(issues: ReadonlyArray<StandardSchemaV1.Issue>): string {
 export async function toKafkaEnvelope<T>(
   record: KafkaRecordView,
   options: KafkaEnvelopeOptions<T> = {},
-): Promise<Envelope<T>> {
+): Promise<KafkaEnvelope<T>> {
   if (record.decodeError) throw record.decodeError;
-  const headers = decodeHeaders(record.headers);
-  const key = record.keyBytes === null ? undefined : decodeUtf8(record.keyBytes, "key");
+  const { headers, headerBytes } = headerViews(record.headers);
+  const allowNull = options.allowNullValue ?? true;
   const maxBytes = options.maxValueBytes ?? 1_048_576;
   const value = record.valueBytes;
   if (value !== null && value.length > maxBytes) {
@@ -74,7 +116,7 @@ export async function toKafkaEnvelope<T>(
   let raw = "";
   let body: unknown = null;
   if (value === null) {
-    if (!options.allowNullValue) {
+    if (!allowNull) {
       throw new MalformedRecordError(
         "value is null (a tombstone) and this consumer does not accept null values",
       );
@@ -83,7 +125,7 @@ export async function toKafkaEnvelope<T>(
     body = value;
     raw = value.toString("base64");
   } else {
-    raw = decodeUtf8(value, "value");
+    raw = utf8Text(value) ?? fail(new MalformedRecordError("value is not valid UTF-8"));
     body = raw;
     if (mode === "json") {
       try {
@@ -93,7 +135,7 @@ export async function toKafkaEnvelope<T>(
       }
     }
   }
-  if (options.schema && !(value === null && options.allowNullValue)) {
+  if (options.schema && value !== null) {
     let result = options.schema["~standard"].validate(body);
     if (result instanceof Promise) result = await result;
     if (result.issues) {
@@ -111,20 +153,99 @@ export async function toKafkaEnvelope<T>(
       throw new MissingIdError("the key function returned no business key for this record");
     }
   }
-  const { id, idSource } = resolveDedupKey(businessKey, headers, brokerId(record));
-  return {
+  const { id, idSource } = resolveDedupKey(businessKey, idHeaders(headerBytes), brokerId(record));
+  const keyText = record.keyBytes === null ? undefined : utf8Text(record.keyBytes);
+  const envelope = {
     id,
     idSource,
-    key,
+    key: keyText,
+    keyBytes: record.keyBytes,
     body: body as T,
     raw,
     headers,
-    attempt: retryCountOf(headers) + 1,
+    headerBytes,
+    tombstone: value === null,
+    attempt: retryCountOf(textOrEmpty(headerBytes[CONTEXT_HEADERS.retryCount])) + 1,
     source: {
-      kind: "kafka",
+      kind: "kafka" as const,
       topic: record.topic,
       partition: record.partition,
       offset: String(record.offset),
     },
   };
+  if (record.keyBytes !== null && keyText === undefined) {
+    Object.defineProperty(envelope, "key", {
+      enumerable: false,
+      get() {
+        throw new BinaryKeyError(
+          "the record key is not UTF-8 text; read its bytes from envelope.keyBytes (or decode it with parseKey)",
+        );
+      },
+    });
+  }
+  return envelope;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+/** The UTF-8 text of `bytes`, or undefined when they are not UTF-8. */
+function utf8Text(bytes: Uint8Array): string | undefined {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+const fail = (error: Error): never => {
+  throw error;
+};
+const textOrEmpty = (b: Buffer | undefined): Record<string, string> => {
+  const t = b === undefined ? undefined : utf8Text(b);
+  return t === undefined ? {} : { [CONTEXT_HEADERS.retryCount]: t };
+};
+
+/**
+ * The producer ids the dedup key may come from. A binary id (say, a 16-byte UUID) is still an id:
+ * it is taken as `0x` + hex, which is stable across redeliveries and retry topics (`x-message-id`
+ * then carries that text).
+ */
+function idHeaders(bytes: Readonly<Record<string, Buffer>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of [MESSAGE_ID_HEADER, CONTEXT_HEADERS.messageId]) {
+    const b = bytes[name];
+    if (b !== undefined) out[name] = utf8Text(b) ?? `0x${b.toString("hex")}`;
+  }
+  return out;
+}
+
+/** Text headers (binary ones as throwing, unlisted accessors) and every header's bytes. */
+function headerViews(raw: ReadonlyArray<RawHeader>): {
+  headers: Record<string, string>;
+  headerBytes: Record<string, Buffer>;
+} {
+  const headers: Record<string, string> = {};
+  const headerBytes: Record<string, Buffer> = {};
+  for (const h of raw) {
+    headerBytes[h.name] = h.value;
+    const text = utf8Text(h.value);
+    if (text !== undefined) {
+      Object.defineProperty(headers, h.name, {
+        value: text,
+        enumerable: true,
+        configurable: true,
+        writable: false,
+      });
+    } else {
+      const name = h.name;
+      Object.defineProperty(headers, name, {
+        enumerable: false,
+        configurable: true,
+        get() {
+          throw new BinaryHeaderError(
+            `header '${name}' is not UTF-8 text; read its bytes from envelope.headerBytes['${name}']`,
+          );
+        },
+      });
+    }
+  }
+  return { headers, headerBytes };
 }

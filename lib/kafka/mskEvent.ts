@@ -60,21 +60,11 @@ export interface KafkaRecordView {
 export const KAFKA_EVENT_SOURCES: ReadonlySet<string> = new Set(["aws:kafka", "SelfManagedKafka"]);
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Strict base64: Buffer.from(…, "base64") silently skips garbage, which would corrupt data unseen. */
 export function decodeBase64(text: string, what: string): Buffer {
   if (!BASE64.test(text)) throw new MalformedRecordError(`${what} is not valid base64`);
   return Buffer.from(text, "base64");
-}
-
-/** Strict UTF-8. */
-export function decodeUtf8(bytes: Uint8Array, what: string): string {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw new MalformedRecordError(`${what} is not valid UTF-8`);
-  }
 }
 
 function headerBytes(values: unknown, name: string): Buffer {
@@ -174,11 +164,4 @@ function viewOf(partitionKey: string, r: unknown, index: number): KafkaRecordVie
     headers,
     decodeError,
   };
-}
-
-/** Header values as UTF-8 strings (the last wins for repeated names). Throws MalformedRecordError. */
-export function decodeHeaders(headers: ReadonlyArray<RawHeader>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const h of headers) out[h.name] = decodeUtf8(h.value, `header '${h.name}'`);
-  return out;
 }
