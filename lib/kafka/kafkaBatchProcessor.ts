@@ -26,6 +26,7 @@ import {
   topicRole,
 } from "./retryLadder.ts";
 import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
+import { usesNoAttempt } from "./schemas/errors.ts";
 
 /** The same settings as the SQS consumer's; `true` for `payloadHash` hashes the raw value. */
 export type KafkaIdempotencyOptions = IdempotencyOptions;
@@ -285,7 +286,9 @@ export function createKafkaBatchProcessor<T>(
         ladder,
         baseTopic,
         previousRetryCount: previousRetryCount(view),
-        errorKind: error instanceof InProgressElsewhereError ? "contended" : kind,
+        // A contended key, or a schema registry that cannot answer, says nothing about the record:
+        // it goes round the ladder again without using up an attempt (never dead-lettered for that).
+        errorKind: error instanceof InProgressElsewhereError || usesNoAttempt(error) ? "contended" : kind,
       });
       if (mode === "partial-batch" && route.kind === "retry") throw new Unfinished("failed");
       const lane = keyLane(view);

@@ -9,6 +9,7 @@ import {
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import type { KafkaRecordView, RawHeader } from "./mskEvent.ts";
+import type { PayloadDecoder } from "./schemas/payloadDecoder.ts";
 
 /**
  * Reading the text of a header whose bytes are not UTF-8. Permanent: a handler that needs the text
@@ -43,14 +44,102 @@ export interface KafkaEnvelope<T = unknown> extends Envelope<T> {
   readonly headerBytes: Readonly<Record<string, Buffer>>;
   /** A null value: a tombstone of a compacted topic. `body` is then `null` and is not validated. */
   readonly tombstone: boolean;
+  /** The key decoded by `parseKey` (and checked by `keySchema`); `null` without a key; undefined without `parseKey`. */
+  readonly parsedKey: unknown;
+}
+
+/** How a key or value is read: JSON, UTF-8 text, the bytes, or a schema decoder (`avro()`, `protobuf()`, `jsonSchema()`). */
+export type PayloadFormat = "json" | "text" | "bytes" | PayloadDecoder<unknown>;
+
+/**
+ * The Lambda event source mapping's own schema-registry integration (`SchemaRegistryConfig`), which
+ * `addMskTrigger` sets and tells the function about through the environment: Lambda has already
+ * validated the listed attributes against the registry and hands them over as JSON text
+ * (`eventRecordFormat: "JSON"`) or as the original bytes with the framing removed (`"SOURCE"`).
+ * The consumer reads those parts accordingly, so the handler is the same in every mode.
+ */
+export interface LambdaSchemaRegistryMode {
+  readonly eventRecordFormat: "JSON" | "SOURCE";
+  readonly attributes: ReadonlyArray<"KEY" | "VALUE">;
+}
+
+export const SCHEMA_REGISTRY_ENV = {
+  /** `JSON` or `SOURCE`: the mapping's EventRecordFormat. */
+  eventRecordFormat: "KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT",
+  /** `KEY`, `VALUE` or `KEY,VALUE`: the mapping's SchemaValidationConfigs. */
+  attributes: "KAFKA_SCHEMA_REGISTRY_ATTRIBUTES",
+} as const;
+
+/** The mode the MSK trigger's environment declares; undefined when the mapping has no registry. */
+export function lambdaSchemaRegistryFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): LambdaSchemaRegistryMode | undefined {
+  const format = env[SCHEMA_REGISTRY_ENV.eventRecordFormat];
+  if (format !== "JSON" && format !== "SOURCE") return undefined;
+  const attributes = (env[SCHEMA_REGISTRY_ENV.attributes] ?? "VALUE")
+    .split(",")
+    .map((a) => a.trim().toUpperCase())
+    .filter((a): a is "KEY" | "VALUE" => a === "KEY" || a === "VALUE");
+  return { eventRecordFormat: format, attributes };
+}
+
+async function validate<V>(schema: StandardSchemaV1<unknown, V>, input: unknown, what: string): Promise<V> {
+  let result = schema["~standard"].validate(input);
+  if (result instanceof Promise) result = await result;
+  if (result.issues) {
+    throw new SchemaValidationError(
+      `${what} does not match the schema: ${summarise(result.issues)}`,
+      result.issues,
+    );
+  }
+  return result.value;
+}
+
+/** Reads one key or value. */
+async function parsePart(
+  bytes: Buffer,
+  format: PayloadFormat,
+  part: "key" | "value",
+  lambda: LambdaSchemaRegistryMode | undefined | false,
+): Promise<{ body: unknown; raw: string }> {
+  const byLambda = lambda ? lambda.attributes.includes(part === "key" ? "KEY" : "VALUE") : false;
+  if (typeof format === "object") {
+    // Lambda validated this part already: JSON text, or the source bytes without their framing.
+    if (byLambda && lambda && lambda.eventRecordFormat === "JSON")
+      return parsePart(bytes, "json", part, false);
+    const body = await format.decode(bytes, byLambda ? { framing: "none" } : undefined);
+    return { body, raw: bytes.toString("base64") };
+  }
+  if (format === "bytes") return { body: bytes, raw: bytes.toString("base64") };
+  const raw = utf8Text(bytes) ?? fail(new MalformedRecordError(`${part} is not valid UTF-8`));
+  if (format === "text") return { body: raw, raw };
+  try {
+    return { body: JSON.parse(raw), raw };
+  } catch (error) {
+    throw new InvalidJsonError(`${part} is not valid JSON: ${(error as Error).message}`);
+  }
 }
 
 export interface KafkaEnvelopeOptions<T> {
   /**
-   * How to read the value: `json` (parsed), `text` (UTF-8 string) or `bytes` (the Buffer as is).
+   * How to read the value: `json` (parsed), `text` (UTF-8 string), `bytes` (the Buffer as is), or a
+   * schema decoder: `avro(…)`, `protobuf(…)`, `jsonSchema(…)` from `lib/kafka/schemas`, with a
+   * local schema, a registry (Confluent or Glue framing), or both (see docs/kafka.md).
    * @default "json"
    */
-  readonly parse?: "json" | "text" | "bytes";
+  readonly parse?: PayloadFormat;
+  /**
+   * How to read the key into `envelope.parsedKey` (same choices as `parse`). @default not parsed
+   * (`key` / `keyBytes` only)
+   */
+  readonly parseKey?: PayloadFormat;
+  /** Standard Schema the parsed key must satisfy. */
+  readonly keySchema?: StandardSchemaV1;
+  /**
+   * The MSK trigger's schema-registry mode. @default from KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT
+   * and KAFKA_SCHEMA_REGISTRY_ATTRIBUTES (set by `addMskTrigger({ schemaRegistry })`); `false`: none
+   */
+  readonly lambdaSchemaRegistry?: LambdaSchemaRegistryMode | false;
   /** Standard Schema (zod, valibot, arktype...) the parsed value must satisfy. */
   readonly schema?: StandardSchemaV1<unknown, T>;
   /** The business key: the best dedup key (survives producer resends and regenerated events). */
@@ -112,7 +201,8 @@ export async function toKafkaEnvelope<T>(
   if (value !== null && value.length > maxBytes) {
     throw new PayloadTooLargeError(`value is ${value.length} bytes, over the ${maxBytes}-byte limit`);
   }
-  const mode = options.parse ?? "json";
+  const lambda =
+    options.lambdaSchemaRegistry === undefined ? lambdaSchemaRegistryFromEnv() : options.lambdaSchemaRegistry;
   let raw = "";
   let body: unknown = null;
   if (value === null) {
@@ -121,30 +211,16 @@ export async function toKafkaEnvelope<T>(
         "value is null (a tombstone) and this consumer does not accept null values",
       );
     }
-  } else if (mode === "bytes") {
-    body = value;
-    raw = value.toString("base64");
   } else {
-    raw = utf8Text(value) ?? fail(new MalformedRecordError("value is not valid UTF-8"));
-    body = raw;
-    if (mode === "json") {
-      try {
-        body = JSON.parse(raw);
-      } catch (error) {
-        throw new InvalidJsonError(`value is not valid JSON: ${(error as Error).message}`);
-      }
-    }
+    ({ body, raw } = await parsePart(value, options.parse ?? "json", "value", lambda));
+    if (options.schema) body = await validate(options.schema, body, "value");
   }
-  if (options.schema && value !== null) {
-    let result = options.schema["~standard"].validate(body);
-    if (result instanceof Promise) result = await result;
-    if (result.issues) {
-      throw new SchemaValidationError(
-        `value does not match the schema: ${summarise(result.issues)}`,
-        result.issues,
-      );
-    }
-    body = result.value;
+  let parsedKey: unknown;
+  if (options.parseKey !== undefined && record.keyBytes !== null) {
+    parsedKey = (await parsePart(record.keyBytes, options.parseKey, "key", lambda)).body;
+    if (options.keySchema) parsedKey = await validate(options.keySchema, parsedKey, "key");
+  } else if (options.parseKey !== undefined) {
+    parsedKey = null;
   }
   let businessKey: string | undefined;
   if (options.key) {
@@ -165,6 +241,7 @@ export async function toKafkaEnvelope<T>(
     headers,
     headerBytes,
     tombstone: value === null,
+    parsedKey,
     attempt: retryCountOf(textOrEmpty(headerBytes[CONTEXT_HEADERS.retryCount])) + 1,
     source: {
       kind: "kafka" as const,
