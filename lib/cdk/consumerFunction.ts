@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -16,6 +16,7 @@ import {
   PROJECT_ROOT,
 } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
+import { type MskSchemaRegistry, mskSchemaRegistryConfig } from "./mskSchemaRegistry.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 import {
   ladderRetryPathSeconds,
@@ -94,6 +95,8 @@ export interface MskTriggerOptions {
   readonly retryAttempts?: number;
   /** @default true */
   readonly bisectBatchOnError?: boolean;
+  /** The mapping's own schema-registry integration (Glue or Confluent); see mskSchemaRegistry.ts. @default none */
+  readonly schemaRegistry?: MskSchemaRegistry;
 }
 
 interface TriggerPath {
@@ -244,6 +247,9 @@ export class ConsumerFunction extends Construct {
     const groupOf = (topic: string) =>
       topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
     const pollers = options.pollers ?? { minimumPollers: 1, maximumPollers: 2 };
+    const registry = options.schemaRegistry
+      ? mskSchemaRegistryConfig(Stack.of(this), this.node.path, options.schemaRegistry)
+      : undefined;
 
     const mappings = consumed.map(
       (t) =>
@@ -257,6 +263,8 @@ export class ConsumerFunction extends Construct {
           maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(1),
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
+          // Every mapping: retry topics carry the original bytes and framing.
+          ...(registry ? { schemaRegistryConfig: registry.config } : {}),
           ...(t.role === "main"
             ? {
                 bisectBatchOnError: options.bisectBatchOnError ?? true,
@@ -285,6 +293,7 @@ export class ConsumerFunction extends Construct {
       .addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic)
       .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
       .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
+    for (const [name, value] of Object.entries(registry?.env ?? {})) this.addEnvironment(name, value);
     this.triggerPaths.push({
       description:
         `topic ${ladder.topic}: retry ladder ${ladder.retryDelaysSeconds.map((s) => formatSeconds(s)).join(" → ")} ` +

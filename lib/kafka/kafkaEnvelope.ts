@@ -9,6 +9,7 @@ import {
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import type { KafkaRecordView, RawHeader } from "./mskEvent.ts";
+import { SCHEMA_REGISTRY_ENV } from "./schemas/env.ts";
 import type { PayloadDecoder } from "./schemas/payloadDecoder.ts";
 
 /**
@@ -63,12 +64,7 @@ export interface LambdaSchemaRegistryMode {
   readonly attributes: ReadonlyArray<"KEY" | "VALUE">;
 }
 
-export const SCHEMA_REGISTRY_ENV = {
-  /** `JSON` or `SOURCE`: the mapping's EventRecordFormat. */
-  eventRecordFormat: "KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT",
-  /** `KEY`, `VALUE` or `KEY,VALUE`: the mapping's SchemaValidationConfigs. */
-  attributes: "KAFKA_SCHEMA_REGISTRY_ATTRIBUTES",
-} as const;
+export { SCHEMA_REGISTRY_ENV };
 
 /** The mode the MSK trigger's environment declares; undefined when the mapping has no registry. */
 export function lambdaSchemaRegistryFromEnv(

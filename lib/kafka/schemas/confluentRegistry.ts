@@ -1,3 +1,4 @@
+import { CONFLUENT_REGISTRY_ENV } from "./env.ts";
 import { SchemaRegistryUnavailableError, UnknownSchemaError } from "./errors.ts";
 import type { RegistrySchema, SchemaFormat, SchemaRegistry, SchemaSubject } from "./registry.ts";
 import { createPromiseCache } from "./schemaCache.ts";
@@ -34,14 +35,7 @@ export type ConfluentAuth =
   /** A Secrets Manager secret with `{"username": …, "password": …}`; read once per container. */
   | { readonly secretArn: string; readonly readSecret?: (arn: string) => Promise<string> };
 
-export const CONFLUENT_REGISTRY_ENV = {
-  url: "SCHEMA_REGISTRY_URL",
-  apiKey: "SCHEMA_REGISTRY_API_KEY",
-  apiSecret: "SCHEMA_REGISTRY_API_SECRET",
-  username: "SCHEMA_REGISTRY_USERNAME",
-  password: "SCHEMA_REGISTRY_PASSWORD",
-  secretArn: "SCHEMA_REGISTRY_SECRET_ARN",
-} as const;
+export { CONFLUENT_REGISTRY_ENV };
 
 const DEFAULTS = { timeoutMs: 5000 } as const;
 

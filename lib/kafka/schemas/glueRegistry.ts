@@ -5,6 +5,7 @@ import {
   GlueClient,
   RegisterSchemaVersionCommand,
 } from "@aws-sdk/client-glue";
+import { GLUE_REGISTRY_ENV } from "./env.ts";
 import { SchemaRegistryUnavailableError, UnknownSchemaError } from "./errors.ts";
 import type { RegistrySchema, SchemaFormat, SchemaRegistry, SchemaSubject } from "./registry.ts";
 import { createPromiseCache } from "./schemaCache.ts";
@@ -41,7 +42,8 @@ export interface GlueRegistryOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export const GLUE_REGISTRY_ENV = { registryName: "GLUE_SCHEMA_REGISTRY_NAME" } as const;
+export { GLUE_REGISTRY_ENV };
+
 const DEFAULTS = { registryName: "default-registry", compatibility: "BACKWARD" } as const;
 
 const PERMANENT = new Set(["EntityNotFoundException", "InvalidInputException"]);
