@@ -78,7 +78,8 @@ function eventOf(values: Buffer[], round: number): MskEventJson {
   const records: Record<string, MskRecordJson[]> = {};
   values.forEach((value, i) => {
     const partition = i % PARTITIONS;
-    const list = (records[`bench-avro-${partition}`] ??= []);
+    const list = records[`bench-avro-${partition}`] ?? [];
+    records[`bench-avro-${partition}`] = list;
     list.push({
       topic: "bench-avro",
       partition,
