@@ -8,7 +8,7 @@ import {
   SchemaValidationError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import type { KafkaRecordView, RawHeader } from "./mskEvent.ts";
+import type { KafkaRecordView, RawHeader, SchemaMetadata } from "./mskEvent.ts";
 import { SCHEMA_REGISTRY_ENV } from "./schemas/env.ts";
 import type { PayloadDecoder } from "./schemas/payloadDecoder.ts";
 
@@ -97,13 +97,19 @@ async function parsePart(
   format: PayloadFormat,
   part: "key" | "value",
   lambda: LambdaSchemaRegistryMode | undefined | false,
+  metadata?: SchemaMetadata,
 ): Promise<{ body: unknown; raw: string }> {
   const byLambda = lambda ? lambda.attributes.includes(part === "key" ? "KEY" : "VALUE") : false;
   if (typeof format === "object") {
     // Lambda validated this part already: JSON text, or the source bytes without their framing.
     if (byLambda && lambda && lambda.eventRecordFormat === "JSON")
       return parsePart(bytes, "json", part, false);
-    const body = await format.decode(bytes, byLambda ? { framing: "none" } : undefined);
+    const body = await format.decode(
+      bytes,
+      byLambda
+        ? { framing: "none", ...(metadata?.schemaId !== undefined ? { schemaId: metadata.schemaId } : {}) }
+        : undefined,
+    );
     return { body, raw: bytes.toString("base64") };
   }
   if (format === "bytes") return { body: bytes, raw: bytes.toString("base64") };
@@ -208,12 +214,19 @@ export async function toKafkaEnvelope<T>(
       );
     }
   } else {
-    ({ body, raw } = await parsePart(value, options.parse ?? "json", "value", lambda));
+    ({ body, raw } = await parsePart(
+      value,
+      options.parse ?? "json",
+      "value",
+      lambda,
+      record.valueSchemaMetadata,
+    ));
     if (options.schema) body = await validate(options.schema, body, "value");
   }
   let parsedKey: unknown;
   if (options.parseKey !== undefined && record.keyBytes !== null) {
-    parsedKey = (await parsePart(record.keyBytes, options.parseKey, "key", lambda)).body;
+    parsedKey = (await parsePart(record.keyBytes, options.parseKey, "key", lambda, record.keySchemaMetadata))
+      .body;
     if (options.keySchema) parsedKey = await validate(options.keySchema, parsedKey, "key");
   } else if (options.parseKey !== undefined) {
     parsedKey = null;

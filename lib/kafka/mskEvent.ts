@@ -25,6 +25,16 @@ export interface MskRecordJson {
   readonly key?: string | null;
   readonly value?: string | null;
   readonly headers?: ReadonlyArray<Readonly<Record<string, ReadonlyArray<number>>>>;
+  /** Set by a mapping with a schema registry (SchemaRegistryConfig): the writer schema's format and id. */
+  readonly keySchemaMetadata?: SchemaMetadata;
+  readonly valueSchemaMetadata?: SchemaMetadata;
+}
+
+/** What a schema-registry mapping says about a key or value: `AVRO`/`PROTOBUF`/`JSON` and the schema id. */
+export interface SchemaMetadata {
+  readonly dataFormat: string;
+  /** Confluent: the numeric id; Glue: the schema version UUID. */
+  readonly schemaId?: string;
 }
 
 export interface MskEventJson {
@@ -55,6 +65,9 @@ export interface KafkaRecordView {
   readonly headers: ReadonlyArray<RawHeader>;
   /** Set when the key, value or headers could not be decoded. The record goes to the dead-letter topic. */
   readonly decodeError: MalformedRecordError | undefined;
+  /** From a schema-registry mapping (`SOURCE` format strips the framing and says the id here). */
+  readonly keySchemaMetadata?: SchemaMetadata | undefined;
+  readonly valueSchemaMetadata?: SchemaMetadata | undefined;
 }
 
 export const KAFKA_EVENT_SOURCES: ReadonlySet<string> = new Set(["aws:kafka", "SelfManagedKafka"]);
@@ -153,9 +166,15 @@ function viewOf(partitionKey: string, r: unknown, index: number): KafkaRecordVie
     }
     return list;
   }, []);
+  const metadata = (v: unknown): SchemaMetadata | undefined =>
+    isObject(v) && typeof v.dataFormat === "string"
+      ? { dataFormat: v.dataFormat, ...(typeof v.schemaId === "string" ? { schemaId: v.schemaId } : {}) }
+      : undefined;
   return {
     partitionKey,
     topic: r.topic,
+    keySchemaMetadata: metadata(r.keySchemaMetadata),
+    valueSchemaMetadata: metadata(r.valueSchemaMetadata),
     partition: r.partition,
     offset: r.offset,
     timestamp: typeof r.timestamp === "number" ? r.timestamp : 0,

@@ -281,6 +281,50 @@ describe("the MSK trigger's own schema-registry modes, one handler for all", () 
     for (const e of [asFramed, asJson, asSource]) expect(e.body).toEqual({ id: "m", amount: 3 });
   });
 
+  it("SOURCE with the schema id Lambda reports: the writer schema comes from the registry, so evolution still works", async () => {
+    const [v1] = await confluentAvro("source-evo-value", { ...PaymentV1, name: "SourcePayment" }, [
+      { id: "s", amount: 4 },
+    ]);
+    const id = String(v1!.readInt32BE(1));
+    const parse = avro({
+      registry: confluentRegistry({ url: registry.url, auth }),
+      schema: { ...PaymentV2, name: "SourcePayment" },
+    });
+    const [view] = readKafkaEvent({
+      eventSource: "aws:kafka",
+      records: {
+        "evo-0": [
+          {
+            topic: "evo",
+            partition: 0,
+            offset: 0,
+            timestamp: 0,
+            value: v1!.subarray(5).toString("base64"), // what SOURCE hands over
+            valueSchemaMetadata: { dataFormat: "AVRO", schemaId: id },
+          },
+        ],
+      },
+    });
+    const env = await toKafkaEnvelope(view!, {
+      parse,
+      lambdaSchemaRegistry: { eventRecordFormat: "SOURCE", attributes: ["VALUE"] },
+    });
+    expect({ ...(env.body as object) }).toEqual({ id: "s", amount: 4, currency: "EUR" });
+    // Protobuf under SOURCE keeps Confluent's message indexes (a numeric id), as Powertools reads them.
+    const pid = await client.register("source-pb-value", { schemaType: "PROTOBUF", schema: PROTO_V1 });
+    const order = protobufjs.parse(PROTO_V1).root.lookupType("shop.Order");
+    const framed = writeConfluentFrame(
+      pid,
+      order.encode(order.fromObject({ id: "o-2", cents: 9 })).finish(),
+      [1],
+    );
+    const pb = protobuf({ registry: confluentRegistry({ url: registry.url, auth }) });
+    expect(await pb.decode(framed.subarray(5), { framing: "none", schemaId: String(pid) })).toEqual({
+      id: "o-2",
+      cents: "9",
+    });
+  });
+
   it("decodes the key separately, and passes tombstones through undecoded", async () => {
     const keySchema = { type: "record", name: "OrderKey", fields: [{ name: "orderId", type: "string" }] };
     const [key] = await confluentAvro("keys-key", keySchema, [{ orderId: "o-7" }]);

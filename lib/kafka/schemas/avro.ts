@@ -70,7 +70,7 @@ export function avro<T = unknown>(options: AvroDecoderOptions = {}): PayloadDeco
     format: "AVRO",
     framing,
     async decode(bytes, over) {
-      const f = unframe(bytes, over?.framing ?? framing, false);
+      const f = unframe(bytes, over?.framing ?? framing, false, over?.schemaId);
       if (f.schemaId === undefined || !registry) {
         if (!local) throw new UndecodableRecordError("no local Avro schema for unframed bytes");
         return local(f.payload) as T;

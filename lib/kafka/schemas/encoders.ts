@@ -4,7 +4,7 @@ import type protobufjs from "protobufjs";
 import { UnencodableValueError } from "./errors.ts";
 import type { SchemaFormat, SchemaRegistry } from "./registry.ts";
 import { createPromiseCache } from "./schemaCache.ts";
-import { type Framing, writeConfluentFrame, writeGlueFrame } from "./wireFormat.ts";
+import { type Framing, writeConfluentFrame, writeGlueFrame, writeUnsignedVarint } from "./wireFormat.ts";
 
 /**
  * The producing side: serialize a value and frame it with the registry's id for its schema, as the
@@ -39,13 +39,20 @@ function framed(
   );
   return async (payload: Uint8Array): Promise<Buffer> => {
     const schemaId = await id.get("id");
-    return framing === "confluent"
-      ? writeConfluentFrame(
-          Number(schemaId),
-          payload,
-          format === "PROTOBUF" ? (messageIndexes ?? [0]) : undefined,
-        )
-      : writeGlueFrame(schemaId, payload);
+    if (framing === "confluent") {
+      return writeConfluentFrame(
+        Number(schemaId),
+        payload,
+        format === "PROTOBUF" ? (messageIndexes ?? [0]) : undefined,
+      );
+    }
+    // Glue's Protobuf payload starts with the message's index as one varint.
+    return writeGlueFrame(
+      schemaId,
+      format === "PROTOBUF"
+        ? Buffer.concat([writeUnsignedVarint(messageIndexes?.[0] ?? 0), payload])
+        : payload,
+    );
   };
 }
 

@@ -50,7 +50,7 @@ export function jsonSchema<T = unknown>(options: JsonSchemaDecoderOptions = {}):
     format: "JSON",
     framing,
     async decode(bytes, over) {
-      const f = unframe(bytes, over?.framing ?? framing, false);
+      const f = unframe(bytes, over?.framing ?? framing, false, over?.schemaId);
       let value: unknown;
       try {
         value = JSON.parse(utf8.decode(f.payload));

@@ -1,7 +1,13 @@
 import { inflateSync } from "node:zlib";
 import { UndecodableRecordError } from "./errors.ts";
 import type { SchemaFormat, SchemaRegistry } from "./registry.ts";
-import { type Framing, readConfluentFrame, readGlueFrame } from "./wireFormat.ts";
+import {
+  type Framing,
+  readConfluentFrame,
+  readGlueFrame,
+  readMessageIndexes,
+  readUnsignedVarint,
+} from "./wireFormat.ts";
 
 /**
  * A decoder for a Kafka key or value: `avro(…)`, `protobuf(…)` or `jsonSchema(…)`, passed to the
@@ -18,7 +24,18 @@ export interface PayloadDecoder<T = unknown> {
    * Throws WireFormatError, UnknownSchemaError, UndecodableRecordError (permanent) or
    * SchemaRegistryUnavailableError (transient).
    */
-  decode(bytes: Buffer, options?: { readonly framing?: Framing }): Promise<T>;
+  decode(bytes: Buffer, options?: DecodeOptions): Promise<T>;
+}
+
+export interface DecodeOptions {
+  /** Overrides the decoder's framing: `none` for bytes the trigger's `SOURCE` format unframed. */
+  readonly framing?: Framing;
+  /**
+   * The writer's schema id when it is known from elsewhere: the trigger's `SOURCE` format removes
+   * the framing and says the id in the record's `valueSchemaMetadata` / `keySchemaMetadata`. With a
+   * registry the writer schema is then fetched by it, so evolution works under SOURCE too.
+   */
+  readonly schemaId?: string;
 }
 
 export interface DecoderSource {
@@ -42,8 +59,12 @@ export function framingOf(source: DecoderSource): Framing {
   return source.framing ?? source.registry?.kind ?? "none";
 }
 
-/** Strips the framing; Glue's zlib payloads are inflated. */
-export function unframe(bytes: Buffer, framing: Framing, protobuf: boolean): Unframed {
+/**
+ * Strips the framing; Glue's zlib payloads are inflated. Unframed Protobuf bytes with a schema id
+ * from the trigger still start with what the trigger leaves of the framing, as Powertools reads
+ * them: Confluent's message indexes (a numeric id), or one varint (a Glue UUID).
+ */
+export function unframe(bytes: Buffer, framing: Framing, protobuf: boolean, schemaId?: string): Unframed {
   if (framing === "confluent") {
     const f = readConfluentFrame(bytes, { protobuf });
     return { schemaId: String(f.schemaId), messageIndexes: f.messageIndexes, payload: f.payload };
@@ -60,9 +81,22 @@ export function unframe(bytes: Buffer, framing: Framing, protobuf: boolean): Unf
         );
       }
     }
-    return { schemaId: f.schemaVersionId, messageIndexes: undefined, payload };
+    if (!protobuf) return { schemaId: f.schemaVersionId, messageIndexes: undefined, payload };
+    const index = readUnsignedVarint(payload, 0);
+    return {
+      schemaId: f.schemaVersionId,
+      messageIndexes: [index.value],
+      payload: payload.subarray(index.next),
+    };
   }
-  return { schemaId: undefined, messageIndexes: undefined, payload: bytes };
+  if (schemaId === undefined) return { schemaId: undefined, messageIndexes: undefined, payload: bytes };
+  if (!protobuf) return { schemaId, messageIndexes: undefined, payload: bytes };
+  if (/^\d+$/.test(schemaId)) {
+    const { indexes, next } = readMessageIndexes(bytes, 0);
+    return { schemaId, messageIndexes: indexes, payload: bytes.subarray(next) };
+  }
+  const index = readUnsignedVarint(bytes, 0);
+  return { schemaId, messageIndexes: [index.value], payload: bytes.subarray(index.next) };
 }
 
 /** A decoder's configuration problem, found when it is made (not per record). */

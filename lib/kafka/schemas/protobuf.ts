@@ -86,12 +86,14 @@ export function protobuf<T = unknown>(options: ProtobufDecoderOptions = {}): Pay
     format: "PROTOBUF",
     framing,
     async decode(bytes, over) {
-      const f = unframe(bytes, over?.framing ?? framing, (over?.framing ?? framing) === "confluent");
+      const f = unframe(bytes, over?.framing ?? framing, true, over?.schemaId);
       if (options.type) return decodeAs(options.type, f.payload);
       if (f.schemaId === undefined || !registry)
         throw new UndecodableRecordError("no Protobuf type for unframed bytes");
       const file = await files.get(f.schemaId);
-      const type = f.messageIndexes ? messageAt(file, f.messageIndexes) : byName(file);
+      // Confluent's indexes are a path; Glue's one index is taken as the top-level message's.
+      const type =
+        options.messageName || !f.messageIndexes ? byName(file) : messageAt(file, f.messageIndexes);
       return decodeAs(type, f.payload);
     },
   };

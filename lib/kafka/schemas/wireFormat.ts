@@ -57,6 +57,48 @@ function writeZigZag(n: number, out: number[]): void {
   out.push(v);
 }
 
+/** Reads Confluent message indexes at `at`: `[0]` for a single 0 byte, else the count and the indexes. */
+export function readMessageIndexes(bytes: Buffer, at: number): { indexes: number[]; next: number } {
+  const count = readZigZag(bytes, at);
+  if (count.value < 0 || count.value > 100) {
+    throw new WireFormatError(`message index count ${count.value} is not plausible`);
+  }
+  if (count.value === 0) return { indexes: [0], next: count.next };
+  const indexes: number[] = [];
+  let next = count.next;
+  for (let k = 0; k < count.value; k++) {
+    const r = readZigZag(bytes, next);
+    if (r.value < 0) throw new WireFormatError(`message index ${r.value} is negative`);
+    indexes.push(r.value);
+    next = r.next;
+  }
+  return { indexes, next };
+}
+
+/**
+ * Reads one unsigned varint: the message index a Glue-framed Protobuf payload starts with (what
+ * Powertools skips once the trigger has stripped the Glue header).
+ */
+export function readUnsignedVarint(bytes: Buffer, at: number): { value: number; next: number } {
+  let value = 0;
+  for (let i = at, shift = 0; i < bytes.length && i < at + 5; i++, shift += 7) {
+    value |= (bytes[i]! & 0x7f) << shift;
+    if ((bytes[i]! & 0x80) === 0) return { value: value >>> 0, next: i + 1 };
+  }
+  throw new WireFormatError("truncated varint at the start of the Protobuf payload");
+}
+
+export function writeUnsignedVarint(n: number): Buffer {
+  const out: number[] = [];
+  let v = n >>> 0;
+  while (v > 0x7f) {
+    out.push((v & 0x7f) | 0x80);
+    v >>>= 7;
+  }
+  out.push(v);
+  return Buffer.from(out);
+}
+
 /** Parses Confluent framing. `protobuf` says whether message indexes follow the id. */
 export function readConfluentFrame(bytes: Buffer, options: { protobuf?: boolean } = {}): ConfluentFrame {
   if (bytes.length < 5) {
@@ -69,20 +111,8 @@ export function readConfluentFrame(bytes: Buffer, options: { protobuf?: boolean 
   }
   const schemaId = bytes.readInt32BE(1);
   if (!options.protobuf) return { schemaId, messageIndexes: undefined, payload: bytes.subarray(5) };
-  const count = readZigZag(bytes, 5);
-  if (count.value < 0 || count.value > 100) {
-    throw new WireFormatError(`message index count ${count.value} is not plausible`);
-  }
-  if (count.value === 0) return { schemaId, messageIndexes: [0], payload: bytes.subarray(count.next) };
-  const indexes: number[] = [];
-  let at = count.next;
-  for (let k = 0; k < count.value; k++) {
-    const r = readZigZag(bytes, at);
-    if (r.value < 0) throw new WireFormatError(`message index ${r.value} is negative`);
-    indexes.push(r.value);
-    at = r.next;
-  }
-  return { schemaId, messageIndexes: indexes, payload: bytes.subarray(at) };
+  const { indexes, next } = readMessageIndexes(bytes, 5);
+  return { schemaId, messageIndexes: indexes, payload: bytes.subarray(next) };
 }
 
 /** Confluent framing for `payload` (message indexes only for Protobuf). */
