@@ -1,10 +1,14 @@
+import { create, createFileRegistry, fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import {
   AvroSerializer,
   JsonSerializer,
+  ProtobufSerializer,
   SchemaRegistryClient,
   SerdeType,
 } from "@confluentinc/schemaregistry";
 import protobufjs from "protobufjs";
+import "protobufjs/ext/descriptor/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { SchemaValidationError } from "../../lib/core/errors.ts";
@@ -22,6 +26,9 @@ import {
   writeConfluentFrame,
 } from "../../lib/kafka/schemas/index.ts";
 import golden from "../fixtures/schemas/golden.json" with { type: "json" };
+
+const golden_ = golden;
+
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 
 // Decoding Confluent-framed Avro, Protobuf and JSON Schema records with the registry's REST API.
@@ -253,6 +260,39 @@ describe("Protobuf with Confluent Schema Registry", () => {
     await expect(
       registryOnly.decode(writeConfluentFrame(id1, Buffer.from("0a05ab", "hex"), [1])),
     ).rejects.toBeInstanceOf(UndecodableRecordError);
+  });
+});
+
+describe("Protobuf bytes from Confluent's own ProtobufSerializer", () => {
+  it("frames message indexes as the golden bytes say, and the registry's printed .proto decodes them", async () => {
+    // Confluent's serializer wants @bufbuild/protobuf descriptors: built here from the .proto text
+    // by protobufjs's descriptor extension, so the message definitions are the same as above.
+    const root = protobufjs.parse(PROTO_V1, { keepCase: true }).root as protobufjs.Root & {
+      toDescriptor(syntax: string): { constructor: { encode(m: unknown): { finish(): Uint8Array } } };
+    };
+    const set = root.toDescriptor("proto3");
+    const files = createFileRegistry(
+      fromBinary(FileDescriptorSetSchema, set.constructor.encode(set).finish()),
+    );
+    const ser = new ProtobufSerializer(client, SerdeType.VALUE, { autoRegisterSchemas: true });
+    ser.registry = files as unknown as ProtobufSerializer["registry"];
+    const order = await ser.serialize(
+      "vendor-pb",
+      create(files.getMessage("shop.Order")!, { id: "o-1", cents: 250n }),
+    );
+    const line = await ser.serialize(
+      "vendor-pb",
+      create(files.getMessage("shop.Order.Line")!, { sku: "s-9" }),
+    );
+    const id = order.readInt32BE(1);
+    const head = (indexes: string) => `00${id.toString(16).padStart(8, "0")}${indexes}`;
+    const golden = (ix: number[]) =>
+      golden_.confluentProtobufIndexes.find((g) => g.indexes.join() === ix.join())!.hex.slice(10);
+    expect(order.toString("hex")).toBe(`${head(golden([1]))}0a036f2d3110fa01`);
+    expect(line.toString("hex")).toBe(`${head(golden([1, 0]))}0a03732d39`);
+    const decoder = protobuf({ registry: confluentRegistry({ url: registry.url, auth }) });
+    expect(await decoder.decode(order)).toEqual({ id: "o-1", cents: "250" });
+    expect(await decoder.decode(line)).toEqual({ sku: "s-9" });
   });
 });
 

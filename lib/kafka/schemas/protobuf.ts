@@ -1,4 +1,5 @@
 import protobufjs from "protobufjs";
+import descriptor from "protobufjs/ext/descriptor/index.js";
 import { SchemaFormatMismatchError, UndecodableRecordError } from "./errors.ts";
 import {
   type DecoderSource,
@@ -49,10 +50,33 @@ function messageAt(file: protobufjs.IParserResult, indexes: readonly number[]): 
   return found;
 }
 
+/**
+ * A registry's Protobuf schema: `.proto` text (what Confluent Schema Registry answers by default),
+ * or a base64 FileDescriptorProto (its `serialized` format, which Confluent's JavaScript serializer
+ * registers and a plain store hands back as it got it).
+ */
 function parseProto(text: string, id: string): protobufjs.IParserResult {
   try {
     return protobufjs.parse(text, { keepCase: true });
   } catch (error) {
+    if (/^[A-Za-z0-9+/]+={0,2}$/.test(text.trim())) {
+      try {
+        // protobufjs's descriptor extension; its .d.ts does not declare the generated message types.
+        const { FileDescriptorProto } = descriptor as unknown as {
+          FileDescriptorProto: { decode(bytes: Uint8Array): { package?: string } };
+        };
+        const file = FileDescriptorProto.decode(Buffer.from(text, "base64"));
+        const root = (
+          protobufjs.Root as unknown as { fromDescriptor(d: unknown): protobufjs.Root }
+        ).fromDescriptor({
+          file: [file],
+        });
+        const pkg = file.package;
+        return { root, ...(pkg ? { package: pkg } : {}) } as protobufjs.IParserResult;
+      } catch {
+        // not a descriptor either: report the text's error
+      }
+    }
     throw new UndecodableRecordError(`schema ${id} is not a valid .proto: ${(error as Error).message}`);
   }
 }
