@@ -4,8 +4,8 @@ import type { AddressInfo, Socket } from "node:net";
 /**
  * A STAND-IN for Confluent Schema Registry: the subset of its REST API (v1) that the library and
  * `@confluentinc/schemaregistry`'s serializers use, on 127.0.0.1, in memory. Used because no real
- * Confluent-API registry runs here without a Kafka cluster of its own (Karapace is not on PyPI's
- * list here and stores schemas in Kafka; Apicurio is a Quarkus application that Maven would have to
+ * Confluent-API registry runs here without a Kafka cluster of its own (Karapace has no release on PyPI
+ * (`pip download karapace` finds none) and stores schemas in Kafka; Apicurio is a Quarkus application that Maven would have to
  * assemble first). Listed as a stand-in in docs/kafka.md. Behaviour follows Confluent's API docs:
  *
  * - `POST /subjects/{subject}/versions` `{schema, schemaType?}` → `{id}`; the same schema text and
