@@ -24,6 +24,7 @@ try {
   const optional: [string, string, string][] = [
     ["kafka", "./kafka.ts", "runKafkaBench"],
     ["outbox", "./outbox.ts", "runOutboxBench"],
+    ["avro", "./avro.ts", "runAvroBench"],
   ];
   for (const [key, file, fn] of optional) {
     if (!wanted(key) || !existsSync(new URL(file, import.meta.url))) continue;

@@ -42,6 +42,8 @@ export const handler = kafkaConsumer<OrderPlaced>(
   {
     consumer: "payment-consumer",
     schema: OrderPlaced,
+    // order-events is not compacted: a null value is not a tombstone here but a broken producer.
+    allowNullValue: false,
     key: (order) => `payment:${order.orderId}`,
     ordering: "key",
     keyOrder: true,

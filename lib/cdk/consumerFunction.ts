@@ -17,6 +17,7 @@ import {
   PROJECT_ROOT,
 } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
+import { type MskSchemaRegistry, mskSchemaRegistryConfig } from "./mskSchemaRegistry.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 import {
   ladderRetryPathSeconds,
@@ -140,6 +141,8 @@ export interface MskTriggerOptions {
    * @default true
    */
   readonly bisectBatchOnError?: boolean;
+  /** The mapping's own schema-registry integration (Glue or Confluent); see mskSchemaRegistry.ts. @default none */
+  readonly schemaRegistry?: MskSchemaRegistry;
 }
 
 interface TriggerPath {
@@ -309,6 +312,9 @@ export class ConsumerFunction extends Construct {
     const group = options.consumerGroupId ?? this.consumerName;
     const groupOf = (topic: string) =>
       topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
+    const registry = options.schemaRegistry
+      ? mskSchemaRegistryConfig(Stack.of(this), this.node.path, options.schemaRegistry)
+      : undefined;
 
     const mappings = consumed.map(
       (t) =>
@@ -328,6 +334,8 @@ export class ConsumerFunction extends Construct {
           // to a destination in its own format without x-original-topic (and with a destination it
           // caps retries at 10 anyway). A record that crashes the function every time blocks its
           // partition; the Errors and OffsetLag alarms say so.
+          // Every mapping: retry topics carry the original bytes and framing.
+          ...(registry ? { schemaRegistryConfig: registry.config } : {}),
           retryAttempts: -1,
           ...(t.role === "main" ? { bisectBatchOnError: options.bisectBatchOnError ?? true } : {}),
         }),
@@ -350,6 +358,7 @@ export class ConsumerFunction extends Construct {
       .addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic)
       .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
       .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
+    for (const [name, value] of Object.entries(registry?.env ?? {})) this.addEnvironment(name, value);
     this.triggerPaths.push({
       description:
         `topic ${ladder.topic}: retry ladder ${ladder.retryDelaysSeconds.map((s) => formatSeconds(s)).join(" → ")} ` +

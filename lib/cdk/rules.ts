@@ -37,6 +37,8 @@ export type ConsumerRuleCode =
   | "MskConsumerOutsideVpc"
   | "KafkaProducerOutsideVpc"
   | "RetryLadderInvalid"
+  | "SchemaRegistryInvalid"
+  | "SchemaRegistryNotTls"
   // the outbox relay
   | "RelayParallelizationBreaksOrder";
 

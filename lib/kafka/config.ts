@@ -1,5 +1,7 @@
 import { generateAuthToken } from "aws-msk-iam-sasl-signer-js";
 import type { ISocketFactory, KafkaConfig, RetryOptions, SASLOptions } from "kafkajs";
+// Every kafkajs client of the library is configured here: the request-queue fix comes with it.
+import "./kafkajsRequestQueueFix.ts";
 import { ConsumerConfigError } from "../core/errors.ts";
 
 /**

@@ -16,7 +16,20 @@ export {
   type KafkaRecordContext,
   type KafkaRecordHandler,
 } from "./kafkaBatchProcessor.ts";
-export { brokerId, type KafkaEnvelopeOptions, retryCountOf, toKafkaEnvelope } from "./kafkaEnvelope.ts";
+export {
+  BinaryHeaderError,
+  BinaryKeyError,
+  brokerId,
+  type KafkaEnvelope,
+  type KafkaEnvelopeOptions,
+  type LambdaSchemaRegistryMode,
+  lambdaSchemaRegistryFromEnv,
+  type PayloadFormat,
+  retryCountOf,
+  SCHEMA_REGISTRY_ENV,
+  toKafkaEnvelope,
+} from "./kafkaEnvelope.ts";
+export { kafkajsRequestQueueFixed } from "./kafkajsRequestQueueFix.ts";
 export { type KafkaRecordView, type MskEventJson, type MskRecordJson, readKafkaEvent } from "./mskEvent.ts";
 export { type ConsumedRecord, toMskEvent } from "./mskEventBuilder.ts";
 export {
@@ -51,3 +64,5 @@ export {
   topicRole,
 } from "./retryLadder.ts";
 export { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
+// Schemas and registries: also importable on their own from ./schemas/index.ts.
+export * from "./schemas/index.ts";

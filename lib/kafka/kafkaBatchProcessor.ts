@@ -6,7 +6,7 @@ import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { describeError } from "../core/errors.ts";
-import type { RecordOutcome } from "../core/recordOutcome.ts";
+import { done, type RecordOutcome } from "../core/recordOutcome.ts";
 import {
   createIdempotency,
   type DuplicateHandler,
@@ -16,7 +16,7 @@ import {
 import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
 import { openInvocation, runPlannedRecord, runPlans } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
+import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { kafkaRouting, keyLaneOf } from "./kafkaRouting.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
 import type { KafkaBatchResponse } from "./partialResponse.ts";
@@ -36,7 +36,7 @@ export interface KafkaRecordContext {
 }
 
 export type KafkaRecordHandler<T> = (
-  envelope: Envelope<T>,
+  envelope: KafkaEnvelope<T>,
   ctx: KafkaRecordContext,
 ) => Promise<unknown> | unknown;
 
@@ -165,7 +165,8 @@ export function createKafkaBatchProcessor<T>(
       claims: deps,
       idempotency,
       telemetry,
-      handler,
+      // Every envelope here came from toKafkaEnvelope (decodeRecords above): a KafkaEnvelope.
+      handler: (envelope: Envelope<T>, ctx: KafkaRecordContext) => handler(envelope as KafkaEnvelope<T>, ctx),
       contextOf: (p: Plan<T>) => ({ context, record: p.record, signal: p.signal }),
       fail: routing.fail,
       onDuplicate: options.onDuplicate,
@@ -178,9 +179,16 @@ export function createKafkaBatchProcessor<T>(
         routing.log("could not release the dedup lease", p.record, { error: describeError(error) }),
     };
     // A follower of its key's retry path goes where its key went; bad input to the dead-letter topic.
+    // A tombstone (null value) is delivered unless the consumer opted to skip it.
+    const skipped = (p: Plan<T>) =>
+      options.tombstones === "skip" && p.decoded.ok && (p.decoded.envelope as KafkaEnvelope<T>).tombstone;
     const runRecord = (p: Plan<T>): Promise<RecordOutcome> | RecordOutcome =>
       routing.follow(p) ??
-      (p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : routing.fail(p, p.decoded.error));
+      (skipped(p)
+        ? done("processed")
+        : p.decoded.ok
+          ? runPlannedRecord(p, p.decoded.envelope, run)
+          : routing.fail(p, p.decoded.error));
 
     await runPlans(plans, {
       laneOf: (p) =>

@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { type Envelope, resolveDedupKey } from "../core/envelope.ts";
+import { type Envelope, MESSAGE_ID_HEADER, resolveDedupKey } from "../core/envelope.ts";
 import {
   InvalidJsonError,
   MalformedRecordError,
@@ -8,14 +8,140 @@ import {
   SchemaValidationError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import { decodeHeaders, decodeUtf8, type KafkaRecordView } from "./mskEvent.ts";
+import type { KafkaRecordView, RawHeader, SchemaMetadata } from "./mskEvent.ts";
+import { SCHEMA_REGISTRY_ENV } from "./schemas/env.ts";
+import type { PayloadDecoder } from "./schemas/payloadDecoder.ts";
+
+/**
+ * Reading the text of a header whose bytes are not UTF-8. Permanent: a handler that needs the text
+ * of a binary header cannot succeed on a retry. The bytes are in `envelope.headerBytes`.
+ */
+export class BinaryHeaderError extends MalformedRecordError {
+  override readonly name = "BinaryHeaderError";
+}
+
+/** Reading `envelope.key` (the text) of a key whose bytes are not UTF-8; the bytes are in `keyBytes`. */
+export class BinaryKeyError extends MalformedRecordError {
+  override readonly name = "BinaryKeyError";
+}
+
+/** The Kafka envelope: the common envelope plus the record's bytes, which Kafka defines it by. */
+export interface KafkaEnvelope<T = unknown> extends Envelope<T> {
+  /**
+   * The key as UTF-8 text. Reading it throws BinaryKeyError when the key bytes are not UTF-8 (it is
+   * then also left out of `Object.keys`); `keyBytes` always has them.
+   */
+  readonly key: string | undefined;
+  /** The key's bytes; `null` when the record has no key. */
+  readonly keyBytes: Buffer | null;
+  /**
+   * Header values as UTF-8 text, decoded lazily in effect: a header whose bytes are not UTF-8 is
+   * not listed (`Object.keys`, spread, JSON), and reading it throws BinaryHeaderError, so only a
+   * handler that really needs its text fails (and parks the record). The last value of a repeated
+   * name wins.
+   */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Every header's bytes (the last value of a repeated name wins; `ctx.record.headers` has all). */
+  readonly headerBytes: Readonly<Record<string, Buffer>>;
+  /** A null value: a tombstone of a compacted topic. `body` is then `null` and is not validated. */
+  readonly tombstone: boolean;
+  /** The key decoded by `parseKey` (and checked by `keySchema`); `null` without a key; undefined without `parseKey`. */
+  readonly parsedKey: unknown;
+}
+
+/** How a key or value is read: JSON, UTF-8 text, the bytes, or a schema decoder (`avro()`, `protobuf()`, `jsonSchema()`). */
+export type PayloadFormat = "json" | "text" | "bytes" | PayloadDecoder<unknown>;
+
+/**
+ * The Lambda event source mapping's own schema-registry integration (`SchemaRegistryConfig`), which
+ * `addMskTrigger` sets and tells the function about through the environment: Lambda has already
+ * validated the listed attributes against the registry and hands them over as JSON text
+ * (`eventRecordFormat: "JSON"`) or as the original bytes with the framing removed (`"SOURCE"`).
+ * The consumer reads those parts accordingly, so the handler is the same in every mode.
+ */
+export interface LambdaSchemaRegistryMode {
+  readonly eventRecordFormat: "JSON" | "SOURCE";
+  readonly attributes: ReadonlyArray<"KEY" | "VALUE">;
+}
+
+export { SCHEMA_REGISTRY_ENV };
+
+/** The mode the MSK trigger's environment declares; undefined when the mapping has no registry. */
+export function lambdaSchemaRegistryFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): LambdaSchemaRegistryMode | undefined {
+  const format = env[SCHEMA_REGISTRY_ENV.eventRecordFormat];
+  if (format !== "JSON" && format !== "SOURCE") return undefined;
+  const attributes = (env[SCHEMA_REGISTRY_ENV.attributes] ?? "VALUE")
+    .split(",")
+    .map((a) => a.trim().toUpperCase())
+    .filter((a): a is "KEY" | "VALUE" => a === "KEY" || a === "VALUE");
+  return { eventRecordFormat: format, attributes };
+}
+
+async function validate<V>(schema: StandardSchemaV1<unknown, V>, input: unknown, what: string): Promise<V> {
+  let result = schema["~standard"].validate(input);
+  if (result instanceof Promise) result = await result;
+  if (result.issues) {
+    throw new SchemaValidationError(
+      `${what} does not match the schema: ${summarise(result.issues)}`,
+      result.issues,
+    );
+  }
+  return result.value;
+}
+
+/** Reads one key or value. */
+async function parsePart(
+  bytes: Buffer,
+  format: PayloadFormat,
+  part: "key" | "value",
+  lambda: LambdaSchemaRegistryMode | undefined | false,
+  metadata?: SchemaMetadata,
+): Promise<{ body: unknown; raw: string }> {
+  const byLambda = lambda ? lambda.attributes.includes(part === "key" ? "KEY" : "VALUE") : false;
+  if (typeof format === "object") {
+    // Lambda validated this part already: JSON text, or the source bytes without their framing.
+    if (byLambda && lambda && lambda.eventRecordFormat === "JSON")
+      return parsePart(bytes, "json", part, false);
+    const body = await format.decode(
+      bytes,
+      byLambda
+        ? { framing: "none", ...(metadata?.schemaId !== undefined ? { schemaId: metadata.schemaId } : {}) }
+        : undefined,
+    );
+    return { body, raw: bytes.toString("base64") };
+  }
+  if (format === "bytes") return { body: bytes, raw: bytes.toString("base64") };
+  const raw = utf8Text(bytes) ?? fail(new MalformedRecordError(`${part} is not valid UTF-8`));
+  if (format === "text") return { body: raw, raw };
+  try {
+    return { body: JSON.parse(raw), raw };
+  } catch (error) {
+    throw new InvalidJsonError(`${part} is not valid JSON: ${(error as Error).message}`);
+  }
+}
 
 export interface KafkaEnvelopeOptions<T> {
   /**
-   * How to read the value: `json` (parsed), `text` (UTF-8 string) or `bytes` (the Buffer as is).
+   * How to read the value: `json` (parsed), `text` (UTF-8 string), `bytes` (the Buffer as is), or a
+   * schema decoder: `avro(…)`, `protobuf(…)`, `jsonSchema(…)` from `lib/kafka/schemas`, with a
+   * local schema, a registry (Confluent or Glue framing), or both (see docs/kafka.md).
    * @default "json"
    */
-  readonly parse?: "json" | "text" | "bytes";
+  readonly parse?: PayloadFormat;
+  /**
+   * How to read the key into `envelope.parsedKey` (same choices as `parse`). @default not parsed
+   * (`key` / `keyBytes` only)
+   */
+  readonly parseKey?: PayloadFormat;
+  /** Standard Schema the parsed key must satisfy. */
+  readonly keySchema?: StandardSchemaV1;
+  /**
+   * The MSK trigger's schema-registry mode. @default from KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT
+   * and KAFKA_SCHEMA_REGISTRY_ATTRIBUTES (set by `addMskTrigger({ schemaRegistry })`); `false`: none
+   */
+  readonly lambdaSchemaRegistry?: LambdaSchemaRegistryMode | false;
   /** Standard Schema (zod, valibot, arktype...) the parsed value must satisfy. */
   readonly schema?: StandardSchemaV1<unknown, T>;
   /** The business key: the best dedup key (survives producer resends and regenerated events). */
@@ -23,11 +149,18 @@ export interface KafkaEnvelopeOptions<T> {
   /** Values larger than this are rejected as permanent errors. @default 1048576 (Kafka's default max) */
   readonly maxValueBytes?: number;
   /**
-   * Accept records with a null value (tombstones of a compacted topic); the body is then `null`.
-   * Otherwise a null value is a MalformedRecordError and goes to the dead-letter topic.
-   * @default false
+   * Records with a null value (tombstones of a compacted topic) are not bad input: the handler sees
+   * them with `tombstone: true` and `body: null` (the schema is not applied). `false` rejects them as
+   * MalformedRecordError (dead-letter topic); to skip them unseen, see the consumer's `tombstones`.
+   * @default true
    */
   readonly allowNullValue?: boolean;
+  /**
+   * What the consumer does with a tombstone it accepts: `deliver` it to the handler, or `skip` it
+   * (acknowledged unseen, no dedup claim).
+   * @default "deliver"
+   */
+  readonly tombstones?: "deliver" | "skip";
 }
 
 /** The Kafka broker coordinates, the last-resort dedup key: `topic:partition:offset`. */
@@ -61,48 +194,42 @@ function summarise(issues: ReadonlyArray<StandardSchemaV1.Issue>): string {
 export async function toKafkaEnvelope<T>(
   record: KafkaRecordView,
   options: KafkaEnvelopeOptions<T> = {},
-): Promise<Envelope<T>> {
+): Promise<KafkaEnvelope<T>> {
   if (record.decodeError) throw record.decodeError;
-  const headers = decodeHeaders(record.headers);
-  const key = record.keyBytes === null ? undefined : decodeUtf8(record.keyBytes, "key");
+  const { headers, headerBytes } = headerViews(record.headers);
+  const allowNull = options.allowNullValue ?? true;
   const maxBytes = options.maxValueBytes ?? 1_048_576;
   const value = record.valueBytes;
   if (value !== null && value.length > maxBytes) {
     throw new PayloadTooLargeError(`value is ${value.length} bytes, over the ${maxBytes}-byte limit`);
   }
-  const mode = options.parse ?? "json";
+  const lambda =
+    options.lambdaSchemaRegistry === undefined ? lambdaSchemaRegistryFromEnv() : options.lambdaSchemaRegistry;
   let raw = "";
   let body: unknown = null;
   if (value === null) {
-    if (!options.allowNullValue) {
+    if (!allowNull) {
       throw new MalformedRecordError(
         "value is null (a tombstone) and this consumer does not accept null values",
       );
     }
-  } else if (mode === "bytes") {
-    body = value;
-    raw = value.toString("base64");
   } else {
-    raw = decodeUtf8(value, "value");
-    body = raw;
-    if (mode === "json") {
-      try {
-        body = JSON.parse(raw);
-      } catch (error) {
-        throw new InvalidJsonError(`value is not valid JSON: ${(error as Error).message}`);
-      }
-    }
+    ({ body, raw } = await parsePart(
+      value,
+      options.parse ?? "json",
+      "value",
+      lambda,
+      record.valueSchemaMetadata,
+    ));
+    if (options.schema) body = await validate(options.schema, body, "value");
   }
-  if (options.schema && !(value === null && options.allowNullValue)) {
-    let result = options.schema["~standard"].validate(body);
-    if (result instanceof Promise) result = await result;
-    if (result.issues) {
-      throw new SchemaValidationError(
-        `value does not match the schema: ${summarise(result.issues)}`,
-        result.issues,
-      );
-    }
-    body = result.value;
+  let parsedKey: unknown;
+  if (options.parseKey !== undefined && record.keyBytes !== null) {
+    parsedKey = (await parsePart(record.keyBytes, options.parseKey, "key", lambda, record.keySchemaMetadata))
+      .body;
+    if (options.keySchema) parsedKey = await validate(options.keySchema, parsedKey, "key");
+  } else if (options.parseKey !== undefined) {
+    parsedKey = null;
   }
   let businessKey: string | undefined;
   if (options.key) {
@@ -111,20 +238,100 @@ export async function toKafkaEnvelope<T>(
       throw new MissingIdError("the key function returned no business key for this record");
     }
   }
-  const { id, idSource } = resolveDedupKey(businessKey, headers, brokerId(record));
-  return {
+  const { id, idSource } = resolveDedupKey(businessKey, idHeaders(headerBytes), brokerId(record));
+  const keyText = record.keyBytes === null ? undefined : utf8Text(record.keyBytes);
+  const envelope = {
     id,
     idSource,
-    key,
+    key: keyText,
+    keyBytes: record.keyBytes,
     body: body as T,
     raw,
     headers,
-    attempt: retryCountOf(headers) + 1,
+    headerBytes,
+    tombstone: value === null,
+    parsedKey,
+    attempt: retryCountOf(textOrEmpty(headerBytes[CONTEXT_HEADERS.retryCount])) + 1,
     source: {
-      kind: "kafka",
+      kind: "kafka" as const,
       topic: record.topic,
       partition: record.partition,
       offset: String(record.offset),
     },
   };
+  if (record.keyBytes !== null && keyText === undefined) {
+    Object.defineProperty(envelope, "key", {
+      enumerable: false,
+      get() {
+        throw new BinaryKeyError(
+          "the record key is not UTF-8 text; read its bytes from envelope.keyBytes (or decode it with parseKey)",
+        );
+      },
+    });
+  }
+  return envelope;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+/** The UTF-8 text of `bytes`, or undefined when they are not UTF-8. */
+function utf8Text(bytes: Uint8Array): string | undefined {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+const fail = (error: Error): never => {
+  throw error;
+};
+const textOrEmpty = (b: Buffer | undefined): Record<string, string> => {
+  const t = b === undefined ? undefined : utf8Text(b);
+  return t === undefined ? {} : { [CONTEXT_HEADERS.retryCount]: t };
+};
+
+/**
+ * The producer ids the dedup key may come from. A binary id (say, a 16-byte UUID) is still an id:
+ * it is taken as `0x` + hex, which is stable across redeliveries and retry topics (`x-message-id`
+ * then carries that text).
+ */
+function idHeaders(bytes: Readonly<Record<string, Buffer>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of [MESSAGE_ID_HEADER, CONTEXT_HEADERS.messageId]) {
+    const b = bytes[name];
+    if (b !== undefined) out[name] = utf8Text(b) ?? `0x${b.toString("hex")}`;
+  }
+  return out;
+}
+
+/** Text headers (binary ones as throwing, unlisted accessors) and every header's bytes. */
+function headerViews(raw: ReadonlyArray<RawHeader>): {
+  headers: Record<string, string>;
+  headerBytes: Record<string, Buffer>;
+} {
+  const headers: Record<string, string> = {};
+  const headerBytes: Record<string, Buffer> = {};
+  for (const h of raw) {
+    headerBytes[h.name] = h.value;
+    const text = utf8Text(h.value);
+    if (text !== undefined) {
+      Object.defineProperty(headers, h.name, {
+        value: text,
+        enumerable: true,
+        configurable: true,
+        writable: false,
+      });
+    } else {
+      const name = h.name;
+      Object.defineProperty(headers, name, {
+        enumerable: false,
+        configurable: true,
+        get() {
+          throw new BinaryHeaderError(
+            `header '${name}' is not UTF-8 text; read its bytes from envelope.headerBytes['${name}']`,
+          );
+        },
+      });
+    }
+  }
+  return { headers, headerBytes };
 }

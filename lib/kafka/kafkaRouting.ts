@@ -14,6 +14,7 @@ import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.t
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
 import { dueDecision, type RetryLadder, type Route, routeFailure, topicRole } from "./retryLadder.ts";
 import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
+import { usesNoAttempt } from "./schemas/errors.ts";
 
 export interface KafkaRoutingDeps {
   readonly ladder: RetryLadder;
@@ -93,8 +94,9 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     if (failureMode === "partial-batch" && kind === "transient") return unfinished(error);
     const baseTopic =
       rawHeader(view, CONTEXT_HEADERS.originalTopic) ?? topicRole(ladder, view.topic).baseTopic;
-    // A record held elsewhere is contended, not failed: it does not use up a rung of the ladder.
-    const errorKind = error instanceof InProgressElsewhereError ? "contended" : kind;
+    // A record held elsewhere, or one whose schema registry cannot answer, has not failed: it goes
+    // round the ladder again without using up a rung (never dead-lettered for that alone).
+    const errorKind = error instanceof InProgressElsewhereError || usesNoAttempt(error) ? "contended" : kind;
     const to = routeFailure({ ladder, baseTopic, previousRetryCount: previousRetryCount(view), errorKind });
     if (failureMode === "partial-batch" && to.kind === "retry") return unfinished(error);
     if (to.kind === "retry" && deps.keyOrder) retryPath.block(keyLaneOf(view), to);

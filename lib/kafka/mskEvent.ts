@@ -25,6 +25,16 @@ export interface MskRecordJson {
   readonly key?: string | null;
   readonly value?: string | null;
   readonly headers?: ReadonlyArray<Readonly<Record<string, ReadonlyArray<number>>>>;
+  /** Set by a mapping with a schema registry (SchemaRegistryConfig): the writer schema's format and id. */
+  readonly keySchemaMetadata?: SchemaMetadata;
+  readonly valueSchemaMetadata?: SchemaMetadata;
+}
+
+/** What a schema-registry mapping says about a key or value: `AVRO`/`PROTOBUF`/`JSON` and the schema id. */
+export interface SchemaMetadata {
+  readonly dataFormat: string;
+  /** Confluent: the numeric id; Glue: the schema version UUID. */
+  readonly schemaId?: string;
 }
 
 export interface MskEventJson {
@@ -55,26 +65,19 @@ export interface KafkaRecordView {
   readonly headers: ReadonlyArray<RawHeader>;
   /** Set when the key, value or headers could not be decoded. The record goes to the dead-letter topic. */
   readonly decodeError: MalformedRecordError | undefined;
+  /** From a schema-registry mapping (`SOURCE` format strips the framing and says the id here). */
+  readonly keySchemaMetadata?: SchemaMetadata | undefined;
+  readonly valueSchemaMetadata?: SchemaMetadata | undefined;
 }
 
 export const KAFKA_EVENT_SOURCES: ReadonlySet<string> = new Set(["aws:kafka", "SelfManagedKafka"]);
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Strict base64: Buffer.from(…, "base64") silently skips garbage, which would corrupt data unseen. */
 export function decodeBase64(text: string, what: string): Buffer {
   if (!BASE64.test(text)) throw new MalformedRecordError(`${what} is not valid base64`);
   return Buffer.from(text, "base64");
-}
-
-/** Strict UTF-8. */
-export function decodeUtf8(bytes: Uint8Array, what: string): string {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw new MalformedRecordError(`${what} is not valid UTF-8`);
-  }
 }
 
 function headerBytes(values: unknown, name: string): Buffer {
@@ -163,9 +166,15 @@ function viewOf(partitionKey: string, r: unknown, index: number): KafkaRecordVie
     }
     return list;
   }, []);
+  const metadata = (v: unknown): SchemaMetadata | undefined =>
+    isObject(v) && typeof v.dataFormat === "string"
+      ? { dataFormat: v.dataFormat, ...(typeof v.schemaId === "string" ? { schemaId: v.schemaId } : {}) }
+      : undefined;
   return {
     partitionKey,
     topic: r.topic,
+    keySchemaMetadata: metadata(r.keySchemaMetadata),
+    valueSchemaMetadata: metadata(r.valueSchemaMetadata),
     partition: r.partition,
     offset: r.offset,
     timestamp: typeof r.timestamp === "number" ? r.timestamp : 0,
@@ -174,11 +183,4 @@ function viewOf(partitionKey: string, r: unknown, index: number): KafkaRecordVie
     headers,
     decodeError,
   };
-}
-
-/** Header values as UTF-8 strings (the last wins for repeated names). Throws MalformedRecordError. */
-export function decodeHeaders(headers: ReadonlyArray<RawHeader>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const h of headers) out[h.name] = decodeUtf8(h.value, `header '${h.name}'`);
-  return out;
 }

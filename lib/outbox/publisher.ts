@@ -8,9 +8,11 @@ import {
 import { PermanentError } from "../core/errors.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
 import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
+import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { PublishFailedError, PublishRejectedError, UnknownDestinationError } from "./errors.ts";
 import { OUTBOX_HEADERS, type OutboxEvent, publishedHeaders } from "./outboxEvent.ts";
+import { encodeForKafka, hasSchemaHeader } from "./schemaFraming.ts";
 
 /**
  * Publishes outbox events to their destinations, shared by the stream relay and the sweeper.
@@ -57,6 +59,11 @@ export interface OutboxPublisherOptions {
   readonly sqsMaxBatchBytes?: number;
   /** SendMessageBatch calls in flight at once. @default 10 */
   readonly sqsConcurrency?: number;
+  /**
+   * Registry-framed Kafka values: schema name → encoder, for events that name a schema in their
+   * `x-schema` header (see lib/kafka/schemas/outboxSchemas.ts). @default none
+   */
+  readonly schemas?: Readonly<Record<string, PayloadEncoder>>;
 }
 
 export interface OutboxPublisher {
@@ -157,9 +164,11 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
   const concurrency = options.sqsConcurrency ?? 10;
   const calls = { sqsSendMessageBatch: 0, kafkaSend: 0 };
 
+  // Weak: keyed by the event objects of one publish call, so nothing outlives the call.
+  const encoded = new WeakMap<OutboxEvent, Buffer | string>();
   const toKafkaMessage = (e: OutboxEvent): OutgoingMessage => ({
     key: e.aggregateId,
-    value: e.payload,
+    value: encoded.get(e) ?? e.payload,
     headers: publishedHeaders(e),
     timestamp: e.createdAt,
   });
@@ -169,7 +178,13 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
     events: ReadonlyArray<OutboxEvent>,
     outcomes: PublishOutcome[],
   ): Promise<void> {
+    if (options.schemas || hasSchemaHeader(events)) {
+      // Serialize with the registry's framing first; an event that cannot be encoded is rejected
+      // (permanent) or failed (registry unreachable), and later events of its aggregate wait.
+      await encodeForKafka(byTopic, events, outcomes, options.schemas, encoded);
+    }
     const all = [...byTopic.values()].flat();
+    if (all.length === 0) return;
     let producer: KafkaProducer;
     try {
       producer = kafka();

@@ -157,7 +157,7 @@ describe("Kafka consumer: retry topics and dead-letter topic (against the mock c
     expect(telemetry.counts.RoutedToRetry).toBeUndefined();
   });
 
-  it("bad input (garbage header bytes, null and undecodable values, bad JSON) gets typed errors and reaches the dead-letter topic", async () => {
+  it("bad input (bad header bytes, undecodable values, bad JSON) gets typed errors and reaches the dead-letter topic; binary headers and tombstones are not bad input", async () => {
     const topic = name("pay-bad");
     let called = 0;
     const { process } = processor(async () => {
@@ -179,24 +179,19 @@ describe("Kafka consumer: retry topics and dead-letter topic (against the mock c
     };
     await withTap(topic, async (tap) => {
       expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
-      const dead = await tap.take(`${topic}.DLQ`, 5);
+      const dead = await tap.take(`${topic}.DLQ`, 3);
       const byOffset = Object.fromEntries(
         dead.map((d) => [header(d, "x-original-offset"), header(d, "x-last-error")?.split(":")[0]]),
       );
       expect(byOffset).toEqual({
-        "0": MalformedRecordError.name,
-        "1": MalformedRecordError.name,
         "2": MalformedRecordError.name,
         "3": "InvalidJsonError",
         "4": MalformedRecordError.name,
       });
-      const garbage = dead.find((d) => header(d, "x-original-offset") === "0")!;
-      expect([...((garbage.message.headers?.["message-id"] as Buffer | undefined) ?? [])]).toEqual([
-        0xff, 0xfe, 0xfd,
-      ]);
-      expect(dead.find((d) => header(d, "x-original-offset") === "1")!.message.value).toBeNull();
+      expect(tap.pending(`${topic}.DLQ`)).toBe(0);
     });
-    expect(called).toBe(1);
+    // A binary message-id (an id as bytes, taken as hex) and a tombstone reach the handler.
+    expect(called).toBe(3);
   });
 
   it("key order: once a key is on the retry path, its later records follow it there, in order", async () => {

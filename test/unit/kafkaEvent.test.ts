@@ -8,7 +8,7 @@ import {
   SchemaValidationError,
   UnknownEventShapeError,
 } from "../../lib/core/errors.ts";
-import { toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
+import { BinaryHeaderError, BinaryKeyError, toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
 import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
 import { kafkaBatchResponse } from "../../lib/kafka/partialResponse.ts";
 
@@ -107,9 +107,8 @@ describe("MSK event adapter", () => {
   });
 
   it("gives bad bytes typed, permanent errors per record", async () => {
-    const cases: [Record<string, unknown>, new (...a: never[]) => Error, RegExp][] = [
+    const cases: [Record<string, unknown>, new (...a: never[]) => Error, RegExp, object?][] = [
       [{ headers: [{ h: [300] }] }, MalformedRecordError, /not a byte/],
-      [{ headers: [{ h: [0xff, 0xfe] }] }, MalformedRecordError, /header 'h' is not valid UTF-8/],
       [{ headers: "nope" }, MalformedRecordError, /headers is not an array/],
       [{ value: "%%%not-base64" }, MalformedRecordError, /value is not valid base64/],
       [
@@ -117,13 +116,12 @@ describe("MSK event adapter", () => {
         MalformedRecordError,
         /value is not valid UTF-8/,
       ],
-      [{ key: Buffer.from([0xff]).toString("base64") }, MalformedRecordError, /key is not valid UTF-8/],
-      [{ value: null }, MalformedRecordError, /null/],
+      [{ value: null }, MalformedRecordError, /null/, { allowNullValue: false }],
       [{ value: b64("{oops") }, InvalidJsonError, /not valid JSON/],
     ];
-    for (const [over, type, message] of cases) {
+    for (const [over, type, message, options] of cases) {
       const [view] = readKafkaEvent(event({ "orders-0": [record(over)] }));
-      const error = await toKafkaEnvelope(view!).catch((e: unknown) => e);
+      const error = await toKafkaEnvelope(view!, options).catch((e: unknown) => e);
       expect(error, JSON.stringify(over)).toBeInstanceOf(type);
       expect((error as Error).message).toMatch(message);
       expect((error as { kind: string }).kind).toBe("permanent");
@@ -137,8 +135,62 @@ describe("MSK event adapter", () => {
     await expect(toKafkaEnvelope(view!, { schema })).rejects.toBeInstanceOf(SchemaValidationError);
     const [tomb] = readKafkaEvent(event({ "orders-0": [record({ value: null })] }));
     expect((await toKafkaEnvelope(tomb!, { allowNullValue: true, schema })).body).toBeNull();
+    // Issue 16 item 3: a tombstone is not bad input; by default the handler sees it, unvalidated.
+    expect(await toKafkaEnvelope(tomb!, { schema })).toMatchObject({ body: null, tombstone: true });
+    expect((await toKafkaEnvelope(view!)).tombstone).toBe(false);
     const [raw] = readKafkaEvent(event({ "orders-0": [record({ value: b64("\u0001bin") })] }));
     expect((await toKafkaEnvelope(raw!, { parse: "bytes" })).body).toEqual(Buffer.from("\u0001bin"));
+  });
+});
+
+describe("binary headers and keys (issue 14 item 11)", () => {
+  // AWS's sample MSK event carries header bytes; many producers put binary values (trace ids,
+  // Avro-encoded context, UUIDs as 16 bytes) in headers. Kafka headers are bytes, not text.
+  const binary = [0xff, 0xfe, 0x00, 0x7f];
+  it("gives the handler the bytes and decodes text only when asked", async () => {
+    const [view] = readKafkaEvent(
+      event({ "orders-0": [record({ headers: [{ "message-id": bytes("m-1") }, { trace: binary }] })] }),
+    );
+    const env = await toKafkaEnvelope(view!);
+    expect(env.body).toEqual({ amount: 5 });
+    expect(env.headers["message-id"]).toBe("m-1");
+    expect(env.headerBytes.trace).toEqual(Buffer.from(binary));
+    expect(env.headerBytes["message-id"]).toEqual(Buffer.from("m-1"));
+    // The text form of a binary header does not exist: reading it is a typed, permanent error
+    // (so only a handler that needs it sends the record to the DLQ), and listing skips it.
+    expect(Object.keys(env.headers)).toEqual(["message-id"]);
+    expect("trace" in env.headers).toBe(true);
+    let error: unknown;
+    try {
+      void env.headers.trace;
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(BinaryHeaderError);
+    expect(error).toBeInstanceOf(MalformedRecordError);
+    expect((error as BinaryHeaderError).name).toBe("BinaryHeaderError");
+    expect((error as Error).message).toMatch(/header 'trace' is not UTF-8 text.*headerBytes/);
+    expect({ ...env.headers }).toEqual({ "message-id": "m-1" });
+    expect(JSON.stringify(env.headers)).toBe('{"message-id":"m-1"}');
+  });
+
+  it("a binary producer id is still an id (hex), a binary key is bytes with a lazy text form", async () => {
+    const [view] = readKafkaEvent(
+      event({
+        "orders-0": [
+          record({ key: Buffer.from(binary).toString("base64"), headers: [{ "message-id": binary }] }),
+        ],
+      }),
+    );
+    const env = await toKafkaEnvelope(view!);
+    expect(env).toMatchObject({ id: "0xfffe007f", idSource: "producer" });
+    expect(env.keyBytes).toEqual(Buffer.from(binary));
+    expect(() => env.key).toThrow(BinaryKeyError);
+    expect(Object.keys(env)).not.toContain("key");
+    const [text] = readKafkaEvent(event({ "orders-0": [record()] }));
+    const t = await toKafkaEnvelope(text!);
+    expect(t.key).toBe("order-1");
+    expect(t.keyBytes).toEqual(Buffer.from("order-1"));
   });
 });
 

@@ -1,0 +1,114 @@
+import type { Stack } from "aws-cdk-lib";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { ConfluentSchemaRegistry, GlueSchemaRegistry } from "aws-cdk-lib/aws-lambda-event-sources";
+import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import { CONFLUENT_REGISTRY_ENV, GLUE_REGISTRY_ENV, SCHEMA_REGISTRY_ENV } from "../kafka/schemas/env.ts";
+import { ConsumerRuleError } from "./rules.ts";
+
+/**
+ * The MSK trigger's own schema-registry integration (the event source mapping's
+ * `SchemaRegistryConfig`, provisioned mode only): Lambda fetches the writer schemas, validates the
+ * chosen attributes and hands the function JSON (`eventRecordFormat: "JSON"`) or the source bytes
+ * without their framing (`"SOURCE"`). The consumer learns the mode from the environment
+ * (KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT / _ATTRIBUTES), so a handler works in every mode.
+ */
+export type MskSchemaRegistry =
+  | (MskSchemaRegistryCommon & {
+      readonly kind: "glue";
+      /** `arn:aws:glue:<region>:<account>:registry/<name>` (a literal: the grants need the name). */
+      readonly registryArn: string;
+    })
+  | (MskSchemaRegistryCommon & {
+      readonly kind: "confluent";
+      /** The registry's URL (https). */
+      readonly url: string;
+      /**
+       * Credentials: a secret with `{"username","password"}` (BASIC_AUTH: Confluent Cloud's API key
+       * and secret), or a client certificate (CLIENT_CERTIFICATE_TLS_AUTH). Granted to the function
+       * for reading, and handed to the function's own registry client as SCHEMA_REGISTRY_SECRET_ARN.
+       * @default none (a registry without auth)
+       */
+      readonly secret?: secretsmanager.ISecret;
+      /** @default "BASIC_AUTH" */
+      readonly authentication?: "BASIC_AUTH" | "CLIENT_CERTIFICATE_TLS_AUTH";
+    });
+
+interface MskSchemaRegistryCommon {
+  /** @default "JSON" (the function gets JSON; no schema needs bundling) */
+  readonly eventRecordFormat?: "JSON" | "SOURCE";
+  /** The attributes Lambda validates (and, with JSON, deserializes). @default ["VALUE"] */
+  readonly validate?: ReadonlyArray<"KEY" | "VALUE">;
+}
+
+export const MSK_SCHEMA_REGISTRY_DEFAULTS = {
+  eventRecordFormat: "JSON",
+  validate: ["VALUE"],
+  authentication: "BASIC_AUTH",
+} as const;
+
+const GLUE_ARN = /^arn:[^:]+:glue:[^:]+:[^:]+:registry\/([^/]+)$/;
+
+/** The CDK schema-registry config for every mapping of the trigger, and the function's environment. */
+export function mskSchemaRegistryConfig(
+  scope: Stack,
+  path: string,
+  registry: MskSchemaRegistry,
+): { readonly config: lambda.ISchemaRegistry; readonly env: Readonly<Record<string, string>> } {
+  const format = registry.eventRecordFormat ?? MSK_SCHEMA_REGISTRY_DEFAULTS.eventRecordFormat;
+  const attributes = registry.validate ?? MSK_SCHEMA_REGISTRY_DEFAULTS.validate;
+  if (attributes.length === 0) {
+    throw new ConsumerRuleError(
+      "SchemaRegistryInvalid",
+      "schemaRegistry.validate needs KEY, VALUE or both",
+      path,
+    );
+  }
+  const common = {
+    eventRecordFormat: lambda.EventRecordFormat.of(format),
+    schemaValidationConfigs: attributes.map((a) => ({
+      attribute: lambda.KafkaSchemaValidationAttribute.of(a),
+    })),
+  };
+  const env: Record<string, string> = {
+    [SCHEMA_REGISTRY_ENV.eventRecordFormat]: format,
+    [SCHEMA_REGISTRY_ENV.attributes]: attributes.join(","),
+  };
+  if (registry.kind === "glue") {
+    const name = GLUE_ARN.exec(registry.registryArn)?.[1];
+    if (!name) {
+      throw new ConsumerRuleError(
+        "SchemaRegistryInvalid",
+        `schemaRegistry.registryArn '${registry.registryArn}' is not a Glue registry ARN (arn:aws:glue:<region>:<account>:registry/<name>)`,
+        path,
+      );
+    }
+    env[GLUE_REGISTRY_ENV.registryName] = name;
+    // Grants glue:GetRegistry on the registry and glue:GetSchemaVersion on it and its schemas.
+    return { config: new GlueSchemaRegistry({ ...common, schemaRegistryArn: registry.registryArn }), env };
+  }
+  if (!/^https:\/\//.test(registry.url) && !scope.node.tryGetContext("allowPlaintextSchemaRegistry")) {
+    throw new ConsumerRuleError("SchemaRegistryNotTls", "schemaRegistry.url must be https (TLS only)", path);
+  }
+  env[CONFLUENT_REGISTRY_ENV.url] = registry.url;
+  if (!registry.secret) {
+    return {
+      config: {
+        bind: () => ({ schemaRegistryUri: registry.url, ...common }),
+      },
+      env,
+    };
+  }
+  env[CONFLUENT_REGISTRY_ENV.secretArn] = registry.secret.secretArn;
+  return {
+    // Grants secretsmanager:GetSecretValue (and kms:Decrypt for a customer-managed key).
+    config: new ConfluentSchemaRegistry({
+      ...common,
+      schemaRegistryUri: registry.url,
+      authenticationType: lambda.KafkaSchemaRegistryAccessConfigType.of(
+        registry.authentication ?? MSK_SCHEMA_REGISTRY_DEFAULTS.authentication,
+      ),
+      secret: registry.secret,
+    }),
+    env,
+  };
+}

@@ -1,0 +1,130 @@
+import {
+  CreateSchemaCommand,
+  GetSchemaByDefinitionCommand,
+  GetSchemaVersionCommand,
+  GlueClient,
+  RegisterSchemaVersionCommand,
+} from "@aws-sdk/client-glue";
+import { GLUE_REGISTRY_ENV } from "./env.ts";
+import { SchemaRegistryUnavailableError, UnknownSchemaError } from "./errors.ts";
+import type { RegistrySchema, SchemaFormat, SchemaRegistry, SchemaSubject } from "./registry.ts";
+import { createPromiseCache } from "./schemaCache.ts";
+
+/**
+ * AWS Glue Schema Registry through the Glue API, with the function's IAM role:
+ *
+ * - consuming: `GetSchemaVersion(SchemaVersionId)` for the UUID in a record's Glue framing
+ *   (IAM `glue:GetSchemaVersion`);
+ * - producing: `GetSchemaByDefinition` to look a schema up (`glue:GetSchemaByDefinition`), or,
+ *   when registering is allowed, `RegisterSchemaVersion` (`glue:RegisterSchemaVersion`, which
+ *   answers with the existing version for a definition it has) and `CreateSchema` for a schema
+ *   name the registry does not have yet (`glue:CreateSchema`).
+ *
+ * Errors: an unknown or malformed version id is UnknownSchemaError (permanent); throttling,
+ * access denied (the deployment's fault, not the record's), 5xx and network errors are
+ * SchemaRegistryUnavailableError (transient).
+ */
+export interface GlueRegistryOptions {
+  /** Where producers register schemas. @default GLUE_SCHEMA_REGISTRY_NAME, else "default-registry" */
+  readonly registryName?: string;
+  /** @default new GlueClient({}) */
+  readonly client?: GlueClient;
+  /** Compatibility of a schema CreateSchema makes. @default "BACKWARD" (Glue's default) */
+  readonly compatibility?:
+    | "NONE"
+    | "DISABLED"
+    | "BACKWARD"
+    | "BACKWARD_ALL"
+    | "FORWARD"
+    | "FORWARD_ALL"
+    | "FULL"
+    | "FULL_ALL";
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export { GLUE_REGISTRY_ENV };
+
+const DEFAULTS = { registryName: "default-registry", compatibility: "BACKWARD" } as const;
+
+const PERMANENT = new Set(["EntityNotFoundException", "InvalidInputException"]);
+
+function classify(error: unknown, what: string): Error {
+  const name = (error as { name?: string }).name ?? "";
+  if (PERMANENT.has(name)) {
+    return new UnknownSchemaError(`${what}: ${name}: ${(error as Error).message}`, { cause: error });
+  }
+  return new SchemaRegistryUnavailableError(`${what}: ${name || "error"}: ${(error as Error).message}`, {
+    cause: error,
+  });
+}
+
+const FORMATS: ReadonlySet<string> = new Set(["AVRO", "PROTOBUF", "JSON"]);
+
+export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry {
+  const env = options.env ?? process.env;
+  const client = options.client ?? new GlueClient({});
+  const registryName = options.registryName ?? env[GLUE_REGISTRY_ENV.registryName] ?? DEFAULTS.registryName;
+  // Each id is fetched once per container, even under concurrent records (see schemaCache.ts).
+  const schemas = createPromiseCache(fetchUncached);
+  const ids = createPromiseCache((k: string) => {
+    const [subject, format, definition, register] = JSON.parse(k) as [string, SchemaFormat, string, boolean];
+    return idForUncached({ subject, format, definition }, { register });
+  });
+  return {
+    kind: "glue",
+    fetchSchema: (id) => schemas.get(id),
+    async idFor(schema: SchemaSubject, { register }) {
+      return ids.get(JSON.stringify([schema.subject, schema.format, schema.definition, register]));
+    },
+  };
+  async function fetchUncached(id: string): Promise<RegistrySchema> {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+      throw new UnknownSchemaError(`'${id}' is not a Glue schema version id`);
+    }
+    let out: { SchemaDefinition?: string; DataFormat?: string };
+    try {
+      out = await client.send(new GetSchemaVersionCommand({ SchemaVersionId: id }));
+    } catch (error) {
+      throw classify(error, `Glue schema version ${id}`);
+    }
+    if (!out.SchemaDefinition || !out.DataFormat || !FORMATS.has(out.DataFormat)) {
+      throw new UnknownSchemaError(`Glue schema version ${id} has no usable definition (${out.DataFormat})`);
+    }
+    return { id, format: out.DataFormat as SchemaFormat, definition: out.SchemaDefinition };
+  }
+  async function idForUncached(schema: SchemaSubject, { register }: { register: boolean }): Promise<string> {
+    const SchemaId = { RegistryName: registryName, SchemaName: schema.subject };
+    const what = `Glue schema ${registryName}/${schema.subject}`;
+    try {
+      if (!register) {
+        const out = await client.send(
+          new GetSchemaByDefinitionCommand({ SchemaId, SchemaDefinition: schema.definition }),
+        );
+        if (!out.SchemaVersionId) throw new UnknownSchemaError(`${what}: no version for this definition`);
+        return out.SchemaVersionId;
+      }
+      try {
+        const out = await client.send(
+          new RegisterSchemaVersionCommand({ SchemaId, SchemaDefinition: schema.definition }),
+        );
+        if (out.SchemaVersionId) return out.SchemaVersionId;
+      } catch (error) {
+        if ((error as { name?: string }).name !== "EntityNotFoundException") throw error;
+      }
+      const created = await client.send(
+        new CreateSchemaCommand({
+          RegistryId: { RegistryName: registryName },
+          SchemaName: schema.subject,
+          DataFormat: schema.format,
+          Compatibility: options.compatibility ?? DEFAULTS.compatibility,
+          SchemaDefinition: schema.definition,
+        }),
+      );
+      if (!created.SchemaVersionId) throw new UnknownSchemaError(`${what}: CreateSchema returned no version`);
+      return created.SchemaVersionId;
+    } catch (error) {
+      if (error instanceof UnknownSchemaError) throw error;
+      throw classify(error, what);
+    }
+  }
+}

@@ -1,0 +1,121 @@
+import { Stack } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import { describe, expect, it } from "vitest";
+import { STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
+import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
+import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
+import type { MskSchemaRegistry } from "../../lib/cdk/mskSchemaRegistry.ts";
+import { testApp } from "./synthHelpers.ts";
+
+// Issue 16 item 2: addMskTrigger's schemaRegistry synthesizes SchemaRegistryConfig (inside
+// AmazonManagedKafkaEventSourceConfig, where CloudFormation has it) on every mapping
+// of the trigger (main and retry topics) with its grants and the environment the consumer reads.
+
+function synth(schemaRegistry: MskSchemaRegistry | ((stack: Stack) => MskSchemaRegistry)) {
+  const stack = new Stack(testApp(), "S", { env: { account: "111122223333", region: "eu-west-1" } });
+  const vpc = ec2.Vpc.fromVpcAttributes(stack, "Vpc", {
+    vpcId: "vpc-1",
+    availabilityZones: ["eu-west-1a"],
+    privateSubnetIds: ["subnet-1"],
+  });
+  const cluster: MskClusterRef = {
+    clusterArn: "arn:aws:kafka:eu-west-1:111122223333:cluster/c/abc",
+    bootstrapBrokers: "b-1:9098",
+    kind: "provisioned",
+    vpc,
+    subnets: { subnets: vpc.privateSubnets },
+    securityGroup: ec2.SecurityGroup.fromSecurityGroupId(stack, "Sg", "sg-1"),
+  };
+  new ConsumerFunction(stack, "K", {
+    entry: STUB_ENTRY,
+    vpc,
+    vpcSubnets: cluster.subnets,
+    securityGroups: [cluster.securityGroup],
+  }).addMskTrigger(
+    cluster,
+    { topic: "payments", retryDelaysSeconds: [60], partitions: 3 },
+    { schemaRegistry: typeof schemaRegistry === "function" ? schemaRegistry(stack) : schemaRegistry },
+  );
+  return Template.fromStack(stack);
+}
+
+const policyActions = (t: Template) =>
+  Object.values(t.findResources("AWS::IAM::Policy")).flatMap((p) =>
+    (p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]).map(
+      (s) => ({
+        actions: ([] as string[]).concat(s.Action),
+        resource: s.Resource,
+      }),
+    ),
+  );
+
+describe("addMskTrigger({ schemaRegistry })", () => {
+  it("Glue: SchemaRegistryConfig on every mapping, glue:GetSchemaVersion granted, the mode in the environment", () => {
+    const t = synth({
+      kind: "glue",
+      registryArn: "arn:aws:glue:eu-west-1:111122223333:registry/payments",
+      eventRecordFormat: "SOURCE",
+      validate: ["KEY", "VALUE"],
+    });
+    const mappings = t.findResources("AWS::Lambda::EventSourceMapping");
+    expect(Object.keys(mappings)).toHaveLength(2); // payments and payments.retry.1m
+    for (const m of Object.values(mappings)) {
+      expect(m.Properties.AmazonManagedKafkaEventSourceConfig.SchemaRegistryConfig).toEqual({
+        SchemaRegistryURI: "arn:aws:glue:eu-west-1:111122223333:registry/payments",
+        EventRecordFormat: "SOURCE",
+        SchemaValidationConfigs: [{ Attribute: "KEY" }, { Attribute: "VALUE" }],
+      });
+      expect(m.Properties.ProvisionedPollerConfig).toBeDefined(); // registries need provisioned mode
+    }
+    const actions = policyActions(t).flatMap((s) => s.actions);
+    expect(actions).toEqual(expect.arrayContaining(["glue:GetSchemaVersion", "glue:GetRegistry"]));
+    t.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: {
+        Variables: Match.objectLike({
+          KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT: "SOURCE",
+          KAFKA_SCHEMA_REGISTRY_ATTRIBUTES: "KEY,VALUE",
+          GLUE_SCHEMA_REGISTRY_NAME: "payments",
+        }),
+      },
+    });
+  });
+
+  it("Confluent: the URL, BASIC_AUTH with the secret, which the function may read", () => {
+    const t = synth((stack) => ({
+      kind: "confluent",
+      url: "https://registry.example.com",
+      secret: new secretsmanager.Secret(stack, "RegistryCredentials"),
+    }));
+    for (const m of Object.values(t.findResources("AWS::Lambda::EventSourceMapping"))) {
+      expect(m.Properties.AmazonManagedKafkaEventSourceConfig.SchemaRegistryConfig).toMatchObject({
+        SchemaRegistryURI: "https://registry.example.com",
+        EventRecordFormat: "JSON",
+        SchemaValidationConfigs: [{ Attribute: "VALUE" }],
+        AccessConfigs: [{ Type: "BASIC_AUTH", URI: { Ref: expect.stringMatching(/^RegistryCredentials/) } }],
+      });
+    }
+    const read = policyActions(t).find((s) => s.actions.includes("secretsmanager:GetSecretValue"));
+    expect(read?.resource).toEqual({ Ref: expect.stringMatching(/RegistryCredentials/) });
+    t.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: {
+        Variables: Match.objectLike({
+          SCHEMA_REGISTRY_URL: "https://registry.example.com",
+          SCHEMA_REGISTRY_SECRET_ARN: { Ref: Match.stringLikeRegexp("RegistryCredentials") },
+          KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT: "JSON",
+        }),
+      },
+    });
+  });
+
+  it("refuses a plaintext Confluent URL, a non-registry Glue ARN and an empty attribute list", () => {
+    expect(() => synth({ kind: "confluent", url: "http://registry.example.com" })).toThrow(/must be https/);
+    expect(() =>
+      synth({ kind: "glue", registryArn: "arn:aws:glue:eu-west-1:111122223333:schema/x/y" }),
+    ).toThrow(/not a Glue registry ARN/);
+    expect(() =>
+      synth({ kind: "glue", registryArn: "arn:aws:glue:eu-west-1:111122223333:registry/p", validate: [] }),
+    ).toThrow(/needs KEY, VALUE or both/);
+  });
+});
