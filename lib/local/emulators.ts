@@ -54,8 +54,16 @@ export function kafkaSubstrateFromArgs(
   return value;
 }
 
-/** Standard SDK endpoint variables plus `KAFKA_BROKERS`; nothing in lib/ special-cases them. */
-export function emulatorEnv(dynamodb: string, sqs: string, kafkaBrokers: string[]): Record<string, string> {
+/**
+ * Standard SDK endpoint variables plus `KAFKA_BROKERS` and `KAFKA_IDEMPOTENT` (false only on the
+ * mock, which has no idempotent producer); nothing in lib/ special-cases them.
+ */
+export function emulatorEnv(
+  dynamodb: string,
+  sqs: string,
+  kafkaBrokers: string[],
+  kafkaIdempotent = true,
+): Record<string, string> {
   return {
     AWS_ENDPOINT_URL_DYNAMODB: dynamodb,
     AWS_ENDPOINT_URL_DYNAMODB_STREAMS: dynamodb,
@@ -65,6 +73,7 @@ export function emulatorEnv(dynamodb: string, sqs: string, kafkaBrokers: string[
     AWS_ACCESS_KEY_ID: "local",
     AWS_SECRET_ACCESS_KEY: "local",
     KAFKA_BROKERS: kafkaBrokers.join(","),
+    KAFKA_IDEMPOTENT: String(kafkaIdempotent),
   };
 }
 
@@ -95,7 +104,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     SqsLocal,
     LocalKafka,
   ];
-  const env = emulatorEnv(dynamodb.endpoint, sqs.endpoint, kafka.brokers);
+  const env = emulatorEnv(dynamodb.endpoint, sqs.endpoint, kafka.brokers, kafka.substrate === "real");
   if (options.applyEnv !== false) Object.assign(process.env, env);
   return {
     dynamodb,

@@ -230,6 +230,8 @@ function jvmArgs(dist: KafkaDistribution, node: NodeSpec, options: KafkaClusterO
     ...((options.fullJit ?? KAFKA_CLUSTER_DEFAULTS.fullJit) ? [] : ["-XX:TieredStopAtLevel=1"]),
     "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true",
+    // Plain IPv4 sockets on 127.0.0.1 (not the IPv4-mapped [::ffff:127.0.0.1] of a dual stack).
+    "-Djava.net.preferIPv4Stack=true",
     `-Dlog4j2.configurationFile=${dist.log4jConfig}`,
     `-Dkafka.logs.dir=${node.dir}`,
     "-cp",
