@@ -59,6 +59,11 @@ export interface KafkaCluster {
   stopBroker(nodeId: number, options?: { signal?: "SIGTERM" | "SIGKILL" }): Promise<void>;
   /** Starts a stopped broker again on its port and data dir; resolves once it serves. */
   startBroker(nodeId: number): Promise<void>;
+  /**
+   * Moves a partition's leadership to another of its in-sync replicas, every broker staying up (a
+   * reorder of its replicas, then a preferred-leader election: what an operator's rebalance does).
+   */
+  moveLeader(topic: string, partition: number, toNodeId: number): Promise<void>;
   /** Stops every node and deletes the data dir (unless it was given). */
   stop(): Promise<void>;
 }
@@ -453,6 +458,25 @@ export async function startKafkaCluster(options: KafkaClusterOptions = {}): Prom
       const node = brokerNode(nodeId);
       if (running.has(nodeId)) return;
       running.set(nodeId, await launch(dist, node, options));
+    },
+    async moveLeader(topic, partition, toNodeId) {
+      brokerNode(toNodeId);
+      const child = spawnGuarded("java", [
+        ...jvmArgs(dist, { ...brokerNode(toNodeId), roles: "controller" }, { heapMb: 128 }),
+        "MoveLeader",
+        brokers.join(","),
+        topic,
+        String(partition),
+        String(toNodeId),
+      ]);
+      let output = "";
+      child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+      child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      if (code !== 0 || !output.includes("LEADER_MOVED"))
+        throw new Error(
+          `moving the leader of ${topic}-${partition} to ${toNodeId} failed (exit ${code}):\n${output.slice(-3000)}`,
+        );
     },
     async stop() {
       await stopAll();

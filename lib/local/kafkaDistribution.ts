@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { requireCommand } from "./childProcess.ts";
 
@@ -26,10 +26,10 @@ export interface KafkaDistribution {
 
 export const KAFKA_INSTALL_HINT =
   "apt-get install -y maven openjdk-17-jdk-headless, then scripts/setup.sh (Kafka from Maven Central)";
-const LAUNCHER = "GuardedKafka";
 const here = dirname(fileURLToPath(import.meta.url));
 const POM = join(here, "kafka", "pom.xml");
-const LAUNCHER_SOURCE = join(here, "java", `${LAUNCHER}.java`);
+/** Our Java helpers, compiled against the broker's jars: the parent-guarded launcher, a leader mover. */
+const JAVA_SOURCES = ["GuardedKafka", "MoveLeader"].map((name) => join(here, "java", `${name}.java`));
 
 /**
  * The node's own log goes to `${sys:kafka.logs.dir}/server.log` (WARN and up: enough to debug a
@@ -92,14 +92,16 @@ async function runMaven(outputFile: string): Promise<void> {
   }
 }
 
-function compileLauncher(classesDir: string): void {
-  if (existsSync(join(classesDir, `${LAUNCHER}.class`))) return;
+function compileHelpers(classesDir: string, jars: readonly string[]): void {
+  if (JAVA_SOURCES.every((src) => existsSync(join(classesDir, `${basename(src, ".java")}.class`)))) return;
   requireCommand("javac", "apt-get install -y openjdk-17-jdk-headless (javac compiles the Kafka launcher)");
   // Compiled aside and renamed into place, so a concurrent run never loads a half-written class.
   const tmp = `${classesDir}.${process.pid}.tmp`;
   mkdirSync(tmp, { recursive: true });
-  const result = spawnSync("javac", ["--release", "17", "-d", tmp, LAUNCHER_SOURCE], { encoding: "utf8" });
-  if (result.status !== 0) throw new Error(`javac failed for ${LAUNCHER_SOURCE}:\n${result.stderr}`);
+  const result = spawnSync("javac", ["--release", "17", "-cp", jars.join(":"), "-d", tmp, ...JAVA_SOURCES], {
+    encoding: "utf8",
+  });
+  if (result.status !== 0) throw new Error(`javac failed for ${JAVA_SOURCES.join(" ")}:\n${result.stderr}`);
   try {
     renameSync(tmp, classesDir);
   } catch {
@@ -116,15 +118,8 @@ const inFlight = new Map<string, Promise<KafkaDistribution>>();
  */
 export function kafkaDistribution(): Promise<KafkaDistribution> {
   const pom = readFileSync(POM, "utf8");
-  const launcher = readFileSync(LAUNCHER_SOURCE, "utf8");
-  const key = createHash("sha256")
-    .update(pom)
-    .update("\0")
-    .update(launcher)
-    .update("\0")
-    .update(LOG4J2)
-    .digest("hex")
-    .slice(0, 16);
+  // The classpath depends on the pom only; the helpers' classes and the log config on their sources.
+  const key = createHash("sha256").update(pom).digest("hex").slice(0, 16);
   let pending = inFlight.get(key);
   if (!pending) {
     pending = resolveDistribution(key, pomVersion(pom));
@@ -137,7 +132,10 @@ export function kafkaDistribution(): Promise<KafkaDistribution> {
 async function resolveDistribution(key: string, version: string): Promise<KafkaDistribution> {
   const dir = join(cacheRoot(), `kafka-${version}-${key}`);
   const classpathFile = join(dir, "classpath.txt");
-  const log4jConfig = join(dir, "log4j2.properties");
+  const sources = createHash("sha256").update(LOG4J2);
+  for (const src of JAVA_SOURCES) sources.update("\0").update(readFileSync(src, "utf8"));
+  const sourcesKey = sources.digest("hex").slice(0, 12);
+  const log4jConfig = join(dir, `log4j2-${sourcesKey}.properties`);
   mkdirSync(dir, { recursive: true });
   let resolved = false;
   const jars = () => readFileSync(classpathFile, "utf8").trim().split(":").filter(Boolean);
@@ -152,7 +150,7 @@ async function resolveDistribution(key: string, version: string): Promise<KafkaD
     throw new Error(`${classpathFile} does not list kafka_2.13; delete ${dir} and retry`);
   }
   if (!existsSync(log4jConfig)) writeFileSync(log4jConfig, LOG4J2);
-  const classesDir = join(dir, "classes");
-  compileLauncher(classesDir);
+  const classesDir = join(dir, `classes-${sourcesKey}`);
+  compileHelpers(classesDir, jars());
   return { classpath: `${classesDir}:${jars().join(":")}`, log4jConfig, version, resolved };
 }

@@ -100,6 +100,25 @@ describe("the 3-broker Kafka cluster (RF 3, min.insync.replicas 2)", () => {
     }
   });
 
+  it("moves a partition's leader to another in-sync replica with every broker up", async () => {
+    const topic = declaration.topic;
+    const leaderOf0 = async () =>
+      (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]!.partitions.find(
+        (p) => p.partitionId === 0,
+      )!;
+    const before = await leaderOf0();
+    const target = before.isr.find((id) => id !== before.leader)!;
+    await cluster.moveLeader(topic, 0, target);
+    const deadline = Date.now() + 20_000;
+    let after = await leaderOf0();
+    while (after.leader !== target && Date.now() < deadline) {
+      await sleep(200);
+      after = await leaderOf0();
+    }
+    expect(after.leader).toBe(target);
+    expect(after.isr).toHaveLength(3);
+  });
+
   it("one broker down: acks=all still succeeds; two down: NOT_ENOUGH_REPLICAS; one back: it succeeds again, nothing lost", async () => {
     const topic = declaration.topic;
     const sent: string[] = [];
