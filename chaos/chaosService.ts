@@ -49,7 +49,8 @@ export interface ChaosAssembly {
   readonly tempDir?: string;
 }
 
-const PROJECT_DIR = resolve(fileURLToPath(new URL("../../", import.meta.url)));
+// chaos/ sits at the project root (it was lib/chaos before the layout move).
+const PROJECT_DIR = resolve(fileURLToPath(new URL("../", import.meta.url)));
 const PRELOAD = fileURLToPath(new URL("./netRedirect.ts", import.meta.url));
 
 /** Synthesizes chaos/chaosApp.ts (bundling included: ~30 s); once per chaos run. */
@@ -96,6 +97,8 @@ export interface ChaosServiceOptions {
   readonly instrument?: (client: RuntimeClient) => void;
   /** Per charge: crash the charging payment environment before or after the charge. */
   readonly crashDecision?: (orderId: string) => CrashDecision;
+  /** While true, the payment provider answers 503 to every charge (a provider outage). */
+  readonly providerUnavailable?: () => boolean;
   /** The sweeper's minimum event age. @default 10 000 ms */
   readonly sweepMinAgeMs?: number;
 }
@@ -173,6 +176,7 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
   const provider = await startPaymentProvider({
     ledgerFile: join(dir, "charges.jsonl"),
     ...(options.crashDecision ? { decide: options.crashDecision } : {}),
+    ...(options.providerUnavailable ? { unavailable: options.providerUnavailable } : {}),
     // The host's onCrash records each kill in the ledger before the next charge can happen.
     killCaller: (orderId) => {
       const envs = charging(orderId);

@@ -20,6 +20,13 @@ export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reas
     if (typeof f.halfApplied === "number" && f.halfApplied > 0)
       reasons.push(`${r.name}: ${f.halfApplied} half-applied`);
     if (!f.poisonParkedCorrectly) reasons.push(`${r.name}: bad input not parked with its typed error`);
+    // The replication contract of a 3-broker cluster with min.insync.replicas 2 (scenarios 7, 8).
+    if (f.acksAllWithOneDown === false)
+      reasons.push(`${r.name}: acks=all failed with one broker of three down`);
+    if (f.acksAllRefusedWithTwoDown === false)
+      reasons.push(`${r.name}: acks=all was not refused with NOT_ENOUGH_REPLICAS with two brokers down`);
+    if (typeof f.publishedDuringOutage === "number" && f.publishedDuringOutage > 0)
+      reasons.push(`${r.name}: ${f.publishedDuringOutage} records written below min.insync.replicas`);
     if (typeof f.aggregatesOutOfOrder === "number" && f.aggregatesOutOfOrder > 0)
       reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
   }

@@ -77,23 +77,34 @@ export function emulatorEnv(
   };
 }
 
-/** Starts the chosen Kafka substrate. */
-export async function startLocalKafka(substrate: KafkaSubstrate, brokers: 1 | 3 = 1): Promise<LocalKafka> {
+/** Starts the chosen Kafka substrate (`fullJit`: the real brokers at full speed, for benchmarks). */
+export async function startLocalKafka(
+  substrate: KafkaSubstrate,
+  brokers: 1 | 3 = 1,
+  options: { fullJit?: boolean } = {},
+): Promise<LocalKafka> {
   if (substrate === "mock") {
     const mock = await startKafkaMock();
     return { substrate, brokers: mock.brokers, stop: () => mock.stop() };
   }
-  const cluster = await startKafkaCluster({ brokers });
+  const cluster = await startKafkaCluster({ brokers, ...options });
   return { substrate, brokers: cluster.brokers, cluster, stop: () => cluster.stop() };
 }
 
 /** Starts all three emulators in parallel and exports their endpoints into `process.env`. */
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
-  const started = await Promise.allSettled([
+  const substrate = options.kafka ?? "mock";
+  // The real cluster's JVMs start after DynamoDB Local's: on two cores, up to five JVMs starting at
+  // once starve one another past their start timeouts. The mock (kcat) starts alongside.
+  const first = await Promise.allSettled([
     startDynamoDbLocal(),
     startSqsLocal(),
-    startLocalKafka(options.kafka ?? "mock", options.kafkaBrokers ?? 1),
+    ...(substrate === "mock" ? [startLocalKafka("mock")] : []),
   ]);
+  const started =
+    substrate === "mock" || first.some((s) => s.status === "rejected")
+      ? first
+      : [...first, ...(await Promise.allSettled([startLocalKafka("real", options.kafkaBrokers ?? 1)]))];
   const failure = started.find((s) => s.status === "rejected");
   if (failure) {
     await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));

@@ -1,4 +1,4 @@
-import type { Admin } from "kafkajs";
+import { type Admin, Kafka, logLevel } from "kafkajs";
 
 /**
  * Creates topics on the local Kafka as they are declared (a CDK `AWS::MSK::Topic`, a retry ladder,
@@ -182,4 +182,22 @@ async function viaMetadata(admin: Admin, declarations: readonly TopicDeclaration
       fitted,
     };
   });
+}
+
+/** createDeclaredTopics with an admin client of its own, on `brokers` (plaintext, local). */
+export async function createDeclaredTopicsOn(
+  brokers: readonly string[],
+  declarations: readonly TopicDeclaration[],
+): Promise<CreatedTopic[]> {
+  const admin = new Kafka({
+    clientId: "declare-topics",
+    brokers: [...brokers],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    return await createDeclaredTopics(admin, declarations);
+  } finally {
+    await admin.disconnect();
+  }
 }
