@@ -331,11 +331,29 @@ async function settle(brokers: string[], count: number, timeoutMs: number): Prom
   }
 }
 
-/** Starts a Kafka cluster (see KafkaCluster); resolves once every broker serves. */
+/**
+ * Starts a Kafka cluster (see KafkaCluster); resolves once every broker serves. The free ports are
+ * picked before the JVMs bind them, so another process can take one meanwhile: then it starts
+ * again on fresh ports (up to 3 times).
+ */
 export async function startKafkaCluster(options: KafkaClusterOptions = {}): Promise<KafkaCluster> {
   requireCommand("java", JAVA_HINT);
   const t0 = performance.now();
   const dist = await kafkaDistribution();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(dist, options, t0);
+    } catch (error) {
+      if (attempt >= 3 || !/Address already in use|BindException/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startOnce(
+  dist: KafkaDistribution,
+  options: KafkaClusterOptions,
+  t0: number,
+): Promise<KafkaCluster> {
   const t1 = performance.now();
   const count = options.brokers ?? KAFKA_CLUSTER_DEFAULTS.brokers;
   if (count !== 1 && count !== 3) throw new Error(`brokers must be 1 or 3, got ${count}`);
