@@ -88,6 +88,8 @@ Object.assign(process.env, {
   AWS_REGION: emulators.env.AWS_REGION,
   AWS_ACCESS_KEY_ID: "local",
   AWS_SECRET_ACCESS_KEY: "local",
+  // The functions' producers: idempotent on real brokers, not on the mock (no InitProducerId).
+  KAFKA_IDEMPOTENT: emulators.env.KAFKA_IDEMPOTENT,
   POWERTOOLS_LOG_LEVEL: "SILENT",
   POWERTOOLS_METRICS_DISABLED: "true",
 });
