@@ -301,13 +301,14 @@ async function launch(
   return child;
 }
 
-/** Waits until every broker is registered and the group coordinator answers (it creates __consumer_offsets). */
+/**
+ * Waits until every broker is registered, the group coordinator answers (it creates
+ * __consumer_offsets) and an idempotent producer gets its id (it creates __transaction_state), so
+ * the first test to use either does not wait for "the coordinator is loading".
+ */
 async function settle(brokers: string[], count: number, timeoutMs: number): Promise<void> {
-  const admin = new Kafka({
-    clientId: "kafka-cluster-launcher",
-    brokers,
-    logLevel: logLevel.NOTHING,
-  }).admin();
+  const client = new Kafka({ clientId: "kafka-cluster-launcher", brokers, logLevel: logLevel.NOTHING });
+  const admin = client.admin();
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   await admin.connect();
@@ -317,6 +318,9 @@ async function settle(brokers: string[], count: number, timeoutMs: number): Prom
         const cluster = await admin.describeCluster();
         if (cluster.brokers.length >= count) {
           await admin.describeGroups(["kafka-cluster-launcher-warmup"]);
+          const producer = client.producer({ idempotent: true, retry: { retries: 30, maxRetryTime: 500 } });
+          await producer.connect();
+          await producer.disconnect();
           return;
         }
         last = new Error(`${cluster.brokers.length} of ${count} brokers registered`);
