@@ -1,36 +1,81 @@
 /**
  * `npm run bench`: starts its own emulators, warms DynamoDB Local up, runs every benchmark side by
  * side with its peer, and prints `BENCH {json}` as the last line.
+ *
+ *   npm run bench -- --only sqs,kafka,outbox,ladder   # a subset
+ *   npm run bench -- --kafka both                      # Kafka benchmarks on the mock and on real brokers (default)
+ *   npm run bench -- --kafka real                      # only on a 3-broker Apache Kafka (RF 3, min ISR 2)
+ *   npm run bench -- --only ladder --no-warmup         # a quick check (sizes: *_BENCH_* variables)
+ *
+ * The Kafka-bound benchmarks (consumer variants fed from a topic, the outbox relay to Kafka, the
+ * retry ladder's delay accuracy) run once per Kafka substrate, their figures side by side under
+ * `kafkaSubstrates.<mock|real>`; the real brokers run with the full JIT, as in production.
  */
 import { existsSync } from "node:fs";
-import { startEmulators } from "../lib/local/emulators.ts";
+import { type KafkaSubstrate, startEmulators, startLocalKafka } from "../lib/local/emulators.ts";
 import { runSqsBench, warmUp } from "./sqsIdempotency.ts";
 
-// `npm run bench -- --only sqs,kafka` runs a subset.
-const onlyArg = process.argv.indexOf("--only");
-const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")) : undefined;
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
+const only = arg("only") ? new Set((arg("only") ?? "").split(",")) : undefined;
 const wanted = (key: string) => !only || only.has(key);
+const kafkaArg = arg("kafka") ?? "both";
+if (!["mock", "real", "both"].includes(kafkaArg))
+  throw new Error(`--kafka takes mock, real or both, got ${kafkaArg}`);
+const substrates: KafkaSubstrate[] = kafkaArg === "both" ? ["mock", "real"] : [kafkaArg as KafkaSubstrate];
 
-const emulators = await startEmulators();
+const emulators = await startEmulators({ kafka: "mock" });
 process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";
 try {
-  console.error("warming DynamoDB Local up (20,000 requests)...");
-  await warmUp();
+  // DynamoDB-bound benchmarks need DynamoDB Local warm (see bench/README); `--no-warmup` for a quick check.
+  if (!process.argv.includes("--no-warmup") && ["sqs", "kafka", "outbox"].some(wanted)) {
+    console.error("warming DynamoDB Local up (20,000 requests)...");
+    await warmUp();
+  }
   const results: Record<string, unknown> = {};
   if (wanted("sqs")) results.sqs = await runSqsBench();
-  // Benchmarks of the other capabilities, where present.
-  const optional: [string, string, string][] = [
-    ["kafka", "./kafka.ts", "runKafkaBench"],
-    ["outbox", "./outbox.ts", "runOutboxBench"],
-    ["avro", "./avro.ts", "runAvroBench"],
-  ];
-  for (const [key, file, fn] of optional) {
-    if (!wanted(key) || !existsSync(new URL(file, import.meta.url))) continue;
-    const mod = (await import(file)) as Record<string, () => Promise<unknown>>;
-    results[key] = await mod[fn]!();
+  // The consumer processor alone, on synthetic MSK events (no broker in the loop).
+  if (wanted("kafka") && existsSync(new URL("./kafka.ts", import.meta.url))) {
+    const { runKafkaBench } = await import("./kafka.ts");
+    results.kafka = await runKafkaBench();
   }
+  // Benchmarks with a broker in the loop, once per Kafka substrate.
+  const bound: [string, () => Promise<unknown>][] = [
+    ["kafka", async () => (await import("./kafkaFromTopic.ts")).runKafkaFromTopicBench()],
+    ["outbox", async () => (await import("./outbox.ts")).runOutboxBench(["kafka"])],
+    ["ladder", async () => (await import("./retryLadder.ts")).runRetryLadderBench()],
+  ];
+  // Avro decoding with a schema registry: the consumer alone, on synthetic MSK events.
+  if (wanted("avro")) results.avro = await (await import("./avro.ts")).runAvroBench();
+  // The outbox relay to SQS does not depend on Kafka: once.
+  if (wanted("outbox"))
+    results.outbox = await (await import("./outbox.ts")).runOutboxBench(["sqs", "sqsFifo"]);
+  const perSubstrate: Record<string, Record<string, unknown>> = {};
+  for (const substrate of substrates) {
+    if (!bound.some(([key]) => wanted(key))) break;
+    // The bench's mock is the emulators' own; the real cluster is started for its turn only.
+    const kafka =
+      substrate === "mock" ? emulators.kafka : await startLocalKafka("real", 3, { fullJit: true });
+    process.env.KAFKA_BROKERS = kafka.brokers.join(",");
+    process.env.KAFKA_IDEMPOTENT = String(substrate === "real");
+    console.error(
+      `Kafka benchmarks on ${substrate === "real" ? "3 Apache Kafka brokers" : "the librdkafka mock"}...`,
+    );
+    try {
+      const figures: Record<string, unknown> = {};
+      for (const [key, run] of bound) if (wanted(key)) figures[key] = await run();
+      perSubstrate[substrate] = figures;
+    } finally {
+      if (substrate === "real") await kafka.stop();
+      process.env.KAFKA_BROKERS = emulators.env.KAFKA_BROKERS!;
+      process.env.KAFKA_IDEMPOTENT = emulators.env.KAFKA_IDEMPOTENT!;
+    }
+  }
+  if (Object.keys(perSubstrate).length > 0) results.kafkaSubstrates = perSubstrate;
   const sqs = results.sqs as Awaited<ReturnType<typeof runSqsBench>> | undefined;
   // The headline fields are the SQS idempotency comparison; every workload's details follow.
   const summary = {

@@ -49,6 +49,7 @@ export interface ChaosAssembly {
   readonly tempDir?: string;
 }
 
+// chaos/ sits at the project root (it was lib/chaos before the layout move).
 const PROJECT_DIR = resolve(fileURLToPath(new URL("../", import.meta.url)));
 const PRELOAD = fileURLToPath(new URL("./netRedirect.ts", import.meta.url));
 
@@ -117,6 +118,8 @@ export interface ChaosServiceOptions {
   readonly instrument?: (client: RuntimeClient) => void;
   /** Per charge: crash the charging payment environment before or after the charge. */
   readonly crashDecision?: (orderId: string) => CrashDecision;
+  /** While true, the payment provider answers 503 to every charge (a provider outage). */
+  readonly providerUnavailable?: () => boolean;
   /** The sweeper's minimum event age. @default 10 000 ms */
   readonly sweepMinAgeMs?: number;
   /** Limits of the relay's stream mapping for this run (how soon it gives up on a failing batch). @default the template's */
@@ -199,6 +202,7 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
   const provider = await startPaymentProvider({
     ledgerFile: join(dir, "charges.jsonl"),
     ...(options.crashDecision ? { decide: options.crashDecision } : {}),
+    ...(options.providerUnavailable ? { unavailable: options.providerUnavailable } : {}),
     // The host's onCrash records each kill in the ledger before the next charge can happen.
     killCaller: (orderId) => {
       const envs = charging(orderId);

@@ -6,13 +6,18 @@
  *   npm run chaos -- --seed 42 --rate 0.1 # reproducible faults, 10 % of requests faulted
  *   npm run chaos -- --small              # smaller runs
  *   npm run chaos -- --only 3 --orders 2000 # scenario 3 at another size (default 5,000; --small 300)
+ *   npm run chaos -- --only 9 --small     # one scenario on the real brokers, small
+ *   npm run chaos -- --kafka mock         # on the librdkafka mock (scenarios 8-10 need real brokers)
+ *
+ * Kafka is a real 3-broker Apache Kafka cluster (RF 3, min.insync.replicas 2) by default.
  *
  * The last line is `CHAOS {json}`. Exit 0 only when no scenario lost a message, none has a
  * duplicate effect on the transactional path, every repeated external effect is accounted for by
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
-import { startEmulators } from "../lib/local/emulators.ts";
+import { kafkaSubstrateFromArgs, startEmulators } from "../lib/local/emulators.ts";
 import { badInputsThroughService } from "./badInputScenario.ts";
+import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
 import {
   brokerDownDuringRebalance,
@@ -35,6 +40,7 @@ const small = process.argv.includes("--small");
 const only = new Set((arg("only") ?? "1,2,3,4,5,6,7").split(",").map((s) => s.trim()));
 const seed = Number(arg("seed") ?? Date.now() % 1_000_000);
 const rate = Number(arg("rate") ?? 0.05);
+const kafka = kafkaSubstrateFromArgs(process.argv.slice(2), "real");
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 // Scenarios 1 and 3 start DynamoDB Locals of their own; the others get one each here (see
@@ -60,18 +66,32 @@ const plan: Array<[string, Run]> = [
   ],
   ["6", own(badInputsThroughService)],
   ["7", own((c) => relayGivesUp(c, { aggregates: small ? 5 : 20, versions: small ? 4 : 6 }))],
+  ["8", own((c) => oneBrokerDown(c, { orders: small ? 60 : 300 }))],
+  [
+    "9",
+    own((c) =>
+      twoBrokersDown(c, {
+        aggregates: small ? 6 : 30,
+        versions: small ? 4 : 10,
+        orders: small ? 20 : 100,
+      }),
+    ),
+  ],
+  ["10", own((c) => leadersMove(c, { events: small ? 100 : 400 }))],
 ];
 // Checked before the emulators start and the app is synthesized.
 const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));
 if (unknown.length > 0)
   throw new Error(`--only: no scenario ${unknown.join(", ")} (there are 1 to ${plan.length})`);
 
-const emulators = await startEmulators({ applyEnv: false });
+const emulators = await startEmulators({ applyEnv: false, kafka, kafkaBrokers: 3 });
 // The scenarios' own SDK clients read the region and credentials from here.
 Object.assign(process.env, {
   AWS_REGION: emulators.env.AWS_REGION,
   AWS_ACCESS_KEY_ID: "local",
   AWS_SECRET_ACCESS_KEY: "local",
+  // The functions' producers: idempotent on real brokers, not on the mock (no InitProducerId).
+  KAFKA_IDEMPOTENT: emulators.env.KAFKA_IDEMPOTENT,
   POWERTOOLS_LOG_LEVEL: "SILENT",
   POWERTOOLS_METRICS_DISABLED: "true",
 });
@@ -89,10 +109,13 @@ const ctx: ScenarioContext = {
     sqs: emulators.sqs.endpoint,
     kafkaBrokers: emulators.kafka.brokers,
   },
+  ...(emulators.kafka.cluster ? { kafkaCluster: emulators.kafka.cluster } : {}),
   seed,
   log,
 };
-log(`chaos: seed ${seed}, fault rate ${rate}, ${small ? "small" : "default"} sizes`);
+log(
+  `chaos: seed ${seed}, fault rate ${rate}, ${small ? "small" : "default"} sizes, Kafka: ${kafka === "real" ? `${emulators.kafka.brokers.length} Apache Kafka brokers` : "the librdkafka mock"}`,
+);
 
 const results: ScenarioResult[] = [];
 let exitCode = 0;

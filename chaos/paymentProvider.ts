@@ -18,8 +18,8 @@ export interface ChargeCall {
   readonly orderId: string;
   readonly idempotencyKey: string;
   readonly amountCents: number;
-  /** charged | declined | crash-before */
-  readonly outcome: "charged" | "declined" | "crash-before";
+  /** charged | declined | crash-before | unavailable (503: a transient failure, retried by the consumer) */
+  readonly outcome: "charged" | "declined" | "crash-before" | "unavailable";
   /** The caller was killed right after this (charged) call was answered. */
   readonly crashAfter: boolean;
   /**
@@ -61,6 +61,8 @@ export async function startPaymentProvider(options: {
   killCaller?: (orderId: string) => boolean;
   /** The ids of the environments charging `orderId`, for the ledger. */
   callers?: (orderId: string) => string[];
+  /** While true, every call is answered 503 (the provider is down; nothing is charged). */
+  unavailable?: () => boolean;
 }): Promise<PaymentProvider> {
   if (!existsSync(options.ledgerFile)) writeFileSync(options.ledgerFile, "");
   let seq = 0;
@@ -88,6 +90,13 @@ export async function startPaymentProvider(options: {
         amountCents,
         callers: options.callers?.(orderId) ?? [],
       };
+      if (options.unavailable?.()) {
+        write({ ...base, outcome: "unavailable", crashAfter: false });
+        res
+          .writeHead(503, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: "unavailable" }));
+        return;
+      }
       if (amountCents > limit) {
         write({ ...base, outcome: "declined", crashAfter: false });
         res.writeHead(402, { "content-type": "application/json" }).end(JSON.stringify({ error: "declined" }));

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 import { type DynamoDbLocal, startDynamoDbLocal } from "../lib/local/dynamodbLocal.ts";
+import type { KafkaCluster } from "../lib/local/kafkaCluster.ts";
+import { createDeclaredTopics } from "../lib/local/kafkaTopics.ts";
 import { createInboxOutbox } from "../lib/outbox/unitOfWork.ts";
 import { type ChaosAssembly, type ChaosService, type Endpoints, startChaosService } from "./chaosService.ts";
 import { createFaultLedger, type FaultKind, type FaultLedger } from "./faults.ts";
@@ -34,6 +36,12 @@ export interface ScenarioResult {
 export interface ScenarioContext {
   /** The emulators to run on (scenario 1 starts its own DynamoDB Local besides). */
   readonly endpoints: Endpoints;
+  /**
+   * The real Kafka cluster behind `endpoints.kafkaBrokers` (3 brokers, RF 3, min ISR 2), whose
+   * brokers the scenarios stop, start and re-lead. Absent on the librdkafka mock: scenario 4 then
+   * cuts a broker's connections instead, and the broker scenarios (8–10) cannot run.
+   */
+  readonly kafkaCluster?: KafkaCluster;
   /** The reference service's chaos variant, synthesized once (`synthesizeChaosApp`). */
   readonly assembly: ChaosAssembly;
   readonly seed: number;
@@ -47,7 +55,7 @@ const runId = (what: string) =>
   `chaos-${what}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 5)}`;
 
 /** Waits until every good order is charged, every declined one declined, and the orders queue is empty. */
-async function settle(
+export async function settle(
   service: ChaosService,
   expected: ReadonlyMap<string, Expectation>,
   timeoutMs: number,
@@ -109,8 +117,25 @@ export async function withOwnDynamoDb<T>(
   }
 }
 
-function withFaults(figures: CheckFigures, messages: number, faults: number): ScenarioFigures {
+export function withFaults(figures: CheckFigures, messages: number, faults: number): ScenarioFigures {
   return { messages, faultsInjected: faults, ...figures };
+}
+
+/**
+ * A topic the stack does not declare (a scenario's own), declared as the stack declares its own:
+ * 3 partitions, RF 3, min ISR 2 (fitted to the cluster; the mock just creates it). A real cluster
+ * auto-creates nothing.
+ */
+export async function declareTopic(service: ChaosService, topic: string): Promise<void> {
+  const admin = service.kafka.admin();
+  await admin.connect();
+  try {
+    await createDeclaredTopics(admin, [
+      { name: topic, partitions: 3, replicationFactor: 3, configs: { "min.insync.replicas": "2" } },
+    ]);
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 // ───────────────────────── 1. the database dies mid-transaction ─────────────────────────
@@ -243,6 +268,7 @@ export async function relayLosesBroker(
       client: new DynamoDBClient({ endpoint: ctx.endpoints.dynamodb, region: "us-east-1" }),
     });
     const topic = `${service.names.topic}-accounts`;
+    await declareTopic(service, topic);
     const expected = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
     for (let v = 1; v <= options.versions; v++) {
@@ -599,13 +625,17 @@ export async function brokerDownDuringRebalance(
 ): Promise<ScenarioResult> {
   const started = Date.now();
   const rng = createRng(ctx.seed + 4);
-  const { proxies, redirect } = await brokerProxies(ctx.endpoints.kafkaBrokers);
+  const cluster = ctx.kafkaCluster;
+  // Real brokers are stopped for real; on the mock, a broker's connections are cut instead.
+  const { proxies, redirect } = cluster
+    ? { proxies: [] as TcpProxy[], redirect: undefined }
+    : await brokerProxies(ctx.endpoints.kafkaBrokers);
   const id = runId("rebalance");
   const service = await startChaosService({
     assembly: ctx.assembly,
     prefix: id,
     direct: ctx.endpoints,
-    kafkaRedirect: redirect,
+    ...(redirect ? { kafkaRedirect: redirect } : {}),
   });
   let faults = 0;
   try {
@@ -641,21 +671,46 @@ export async function brokerDownDuringRebalance(
       while (charged() < n && Date.now() < deadline) await sleep(100);
     };
     await until(Math.floor(options.events * 0.2));
-    const victim = proxies[rng.int(0, proxies.length - 1)]!;
-    ctx.log(`  broker ${victim.upstream} down while a member joins`);
-    faults += 1 + victim.down();
-    const joining = service.addPaymentMember();
-    await sleep(3_000);
-    victim.up();
-    ctx.log("  broker back");
-    await joining;
-    await until(Math.floor(options.events * 0.6));
-    ctx.log("  a member leaves");
-    const other = proxies.find((p) => p !== victim)!;
-    faults += 1 + other.down();
-    await service.removePaymentMember();
-    await sleep(1_500);
-    other.up();
+    if (cluster) {
+      // A broker process dies (SIGKILL) as a member joins; later another shuts down (SIGTERM, a
+      // rolling restart) as a member leaves. Each comes back on its port and data.
+      const ids = cluster.brokerIds;
+      const victim = ids[rng.int(0, ids.length - 1)]!;
+      ctx.log(`  broker ${victim} (pid ${cluster.pid(victim)}) killed while a member joins`);
+      await cluster.stopBroker(victim, { signal: "SIGKILL" });
+      faults++;
+      const joining = service.addPaymentMember();
+      await sleep(3_000);
+      await cluster.startBroker(victim);
+      ctx.log(`  broker ${victim} back (pid ${cluster.pid(victim)})`);
+      await joining;
+      await until(Math.floor(options.events * 0.6));
+      const other = ids.find((b) => b !== victim)!;
+      ctx.log(`  broker ${other} shuts down while a member leaves`);
+      const stopping = cluster.stopBroker(other, { signal: "SIGTERM" });
+      faults++;
+      await service.removePaymentMember();
+      await stopping;
+      await sleep(1_500);
+      await cluster.startBroker(other);
+      ctx.log(`  broker ${other} back`);
+    } else {
+      const victim = proxies[rng.int(0, proxies.length - 1)]!;
+      ctx.log(`  broker ${victim.upstream} down while a member joins`);
+      faults += 1 + victim.down();
+      const joining = service.addPaymentMember();
+      await sleep(3_000);
+      victim.up();
+      ctx.log("  broker back");
+      await joining;
+      await until(Math.floor(options.events * 0.6));
+      ctx.log("  a member leaves");
+      const other = proxies.find((p) => p !== victim)!;
+      faults += 1 + other.down();
+      await service.removePaymentMember();
+      await sleep(1_500);
+      other.up();
+    }
     const good = new Set([...expected.keys()]);
     const deadline = Date.now() + (ctx.settleTimeoutMs ?? 240_000);
     let lastLog = Date.now();
@@ -704,6 +759,9 @@ export async function brokerDownDuringRebalance(
   } finally {
     await service.stop();
     await Promise.all(proxies.map((p) => p.close()));
+    // A scenario that failed midway leaves the next one a whole cluster.
+    if (cluster)
+      await Promise.all(cluster.brokerIds.filter((b) => !cluster.pid(b)).map((b) => cluster.startBroker(b)));
   }
 }
 

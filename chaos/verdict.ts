@@ -25,6 +25,13 @@ export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reas
       reasons.push(`${r.name}: bad input not parked with its typed error`);
     if (typeof f.goodDeadLettered === "number" && f.goodDeadLettered > 0)
       reasons.push(`${r.name}: ${f.goodDeadLettered} good messages dead-lettered`);
+    // The replication contract of a 3-broker cluster with min.insync.replicas 2.
+    if (f.acksAllWithOneDown === false)
+      reasons.push(`${r.name}: acks=all failed with one broker of three down`);
+    if (f.acksAllRefusedWithTwoDown === false)
+      reasons.push(`${r.name}: acks=all was not refused with NOT_ENOUGH_REPLICAS with two brokers down`);
+    if (typeof f.publishedDuringOutage === "number" && f.publishedDuringOutage > 0)
+      reasons.push(`${r.name}: ${f.publishedDuringOutage} records written below min.insync.replicas`);
     if (f.aggregatesOutOfOrder !== null && f.aggregatesOutOfOrder > 0)
       reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
   }

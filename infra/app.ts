@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { App, Validations } from "aws-cdk-lib";
+import { App, Aspects, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
+import { CfnLintAcknowledgements } from "./cfnLintAcknowledgements.ts";
 import { readContext } from "./config.ts";
 import { ControlTowerChecks } from "./controlTowerChecks.ts";
 import { ReferenceServiceStack } from "./stacks/referenceServiceStack.ts";
@@ -19,6 +20,8 @@ export function buildApp(app: App = new App()): { app: App; stack: ReferenceServ
   // cdk-nag AwsSolutions, and AWS Control Tower's proactive controls through cfn-guard (the binary
   // and rules ship in @cdklabs/cdk-validator-cfnguard): an unacknowledged finding fails synth.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ControlTowerChecks());
+  // cfn-lint (test/infra/cfnLint.test.ts): the findings we accept, with their reasons, in the template.
+  Aspects.of(app).add(new CfnLintAcknowledgements());
   return { app, stack };
 }
 

@@ -14,6 +14,7 @@ import { ConsumerConfigError } from "../core/errors.ts";
  * | `MSK_IAM_AUTH`   | `true` → SASL OAUTHBEARER with an MSK IAM token, over TLS        |
  * | `KAFKA_SSL`      | `true`/`false`, overrides the TLS default (on with IAM auth)      |
  * | `KAFKA_CLIENT_ID`| client id shown in broker logs @default `reliable-consumers`     |
+ * | `KAFKA_IDEMPOTENT`| `false` turns the idempotent producer off (the librdkafka mock) |
  * | `AWS_REGION`     | region the IAM token is signed for                               |
  */
 export interface KafkaConnectionConfig {
@@ -30,6 +31,12 @@ export interface KafkaConnectionConfig {
   readonly connectionTimeoutMs?: number;
   /** @default 10000 ms */
   readonly requestTimeoutMs?: number;
+  /**
+   * The cluster supports the idempotent producer (InitProducerId). MSK and Apache Kafka do; the
+   * librdkafka mock does not, and the local emulators set `KAFKA_IDEMPOTENT=false` for it.
+   * @default true
+   */
+  readonly idempotent?: boolean;
   /** kafkajs retry policy for every request. @default see DEFAULT_RETRY */
   readonly retry?: RetryOptions;
   /**
@@ -54,7 +61,7 @@ export const DEFAULT_RETRY: RetryOptions = {
 
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
 
-/** Reads `KAFKA_BROKERS`, `MSK_IAM_AUTH`, `KAFKA_SSL`, `KAFKA_CLIENT_ID`, `AWS_REGION`. */
+/** Reads `KAFKA_BROKERS`, `MSK_IAM_AUTH`, `KAFKA_SSL`, `KAFKA_CLIENT_ID`, `KAFKA_IDEMPOTENT`, `AWS_REGION`. */
 export function kafkaConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KafkaConnectionConfig {
   const brokers = (env.KAFKA_BROKERS ?? "")
     .split(",")
@@ -70,6 +77,7 @@ export function kafkaConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KafkaC
     ...(env.KAFKA_CLIENT_ID ? { clientId: env.KAFKA_CLIENT_ID } : {}),
     ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),
     ...(env.KAFKA_SSL !== undefined ? { ssl: truthy(env.KAFKA_SSL) } : {}),
+    ...(env.KAFKA_IDEMPOTENT !== undefined ? { idempotent: truthy(env.KAFKA_IDEMPOTENT) } : {}),
   };
 }
 
@@ -114,6 +122,7 @@ export function configCacheKey(config: KafkaConnectionConfig): string {
     i: config.iamAuth ?? false,
     r: config.iamAuth ? (config.region ?? process.env.AWS_REGION) : undefined,
     s: config.ssl,
+    id: config.idempotent ?? true,
     ct: config.connectionTimeoutMs,
     rt: config.requestTimeoutMs,
     re: config.retry,

@@ -1,5 +1,11 @@
 import { type CompressionTypes, type IHeaders, Kafka, logLevel, type Message, type Producer } from "kafkajs";
-import { configCacheKey, type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "./config.ts";
+import {
+  configCacheKey,
+  DEFAULT_RETRY,
+  type KafkaConnectionConfig,
+  kafkaConfigFromEnv,
+  toKafkaJsConfig,
+} from "./config.ts";
 import { classifyPublishError } from "./publishErrors.ts";
 
 export { type KafkaConnectionConfig, kafkaConfigFromEnv } from "./config.ts";
@@ -14,10 +20,17 @@ export { KafkaPublishPermanentError, KafkaPublishTransientError } from "./publis
  *   from the cache and rebuilt on the next send.
  * - **Durability.** `acks: -1`: the leader answers only once every in-sync replica has the record.
  *   A send that resolves is durable; an ack (SQS delete, Kafka offset, batch success) may follow it.
- * - **Order.** `maxInFlightRequests: 1`, so a retried request can never overtake a later one and
- *   records of a key stay in order. (The idempotent producer would allow 5 in flight with the same
- *   guarantee, but librdkafka's mock cluster — our local Kafka — does not support it; with one in
- *   flight we do not need it. A retried send can still duplicate a record: consumers deduplicate.)
+ * - **Idempotence and order.** On a cluster that supports it (MSK, Apache Kafka: the default) the
+ *   producer is idempotent with up to 5 requests in flight, as the Java client and MSK's guidance
+ *   have it: the broker drops a batch it already wrote (a retry after a lost response) and rejects
+ *   one that would jump the sequence, so a retry neither duplicates nor reorders a key's records.
+ *   (kafkajs serialises produce requests per broker while idempotent, so order holds the same way.)
+ *   With `idempotent: false` (the librdkafka mock, which has no InitProducerId) it falls back to one
+ *   request in flight: order still holds, but a retried send may duplicate a record.
+ *   After a send fails for good, the idempotent producer is rebuilt (a new producer id): kafkajs
+ *   rolls its sequence numbers back on failure, and the next, different batch would otherwise reuse
+ *   the numbers of one the broker may have written, and be dropped by it as a duplicate. Either way
+ *   a failed send may have been written: consumers deduplicate.
  * - **Errors.** Every failure is rethrown as `KafkaPublishPermanentError` (the cluster will never
  *   take this record: dead-letter it) or `KafkaPublishTransientError` (retry later). See
  *   publishErrors.ts.
@@ -114,15 +127,20 @@ export function createKafkaProducer(
   const kafka = new Kafka({ ...toKafkaJsConfig(config), logLevel: options.logLevel ?? logLevel.ERROR });
   let producer: Producer | undefined;
   let connecting: Promise<Producer> | undefined;
+  const idempotent = config.idempotent ?? true;
 
   const connect = (): Promise<Producer> => {
     if (producer) return Promise.resolve(producer);
     connecting ??= (async () => {
       const p = kafka.producer({
+        // For the mock, which creates a topic on a metadata request; a cluster with
+        // auto.create.topics.enable=false (MSK's default, and our local broker's) ignores it.
         allowAutoTopicCreation: true,
-        idempotent: false,
-        maxInFlightRequests: 1,
-        ...(config.retry ? { retry: config.retry } : {}),
+        idempotent,
+        maxInFlightRequests: idempotent ? 5 : 1,
+        // Always explicit: an idempotent kafkajs producer otherwise retries Number.MAX_SAFE_INTEGER
+        // times, and a send to a dead cluster would hang instead of failing within ~9 s.
+        retry: config.retry ?? DEFAULT_RETRY,
       });
       // A connection the cluster dropped is rebuilt on the next send rather than reused half-dead.
       p.on(p.events.DISCONNECT, () => {
@@ -156,8 +174,10 @@ export function createKafkaProducer(
       });
       return metadata.map((m) => ({ topic: m.topicName, partition: m.partition, baseOffset: m.baseOffset }));
     } catch (error) {
-      // kafkajs already reconnected and retried (config.retry) before giving up; the connection is
-      // kept for concurrent senders, and rebuilt only if kafkajs itself reports a disconnect.
+      // kafkajs already reconnected and retried (config.retry) before giving up. A plain producer
+      // keeps its connection for concurrent senders (rebuilt only when kafkajs reports a
+      // disconnect); an idempotent one is rebuilt, so no later batch reuses a failed one's sequence.
+      if (idempotent) await dropConnection();
       throw classifyPublishError(error, firstTopic);
     }
   };

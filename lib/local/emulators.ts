@@ -1,20 +1,69 @@
 import { type DynamoDbLocal, startDynamoDbLocal } from "./dynamodbLocal.ts";
-import { type KafkaMock, startKafkaMock } from "./kafkaMock.ts";
+import { type KafkaCluster, startKafkaCluster } from "./kafkaCluster.ts";
+import { startKafkaMock } from "./kafkaMock.ts";
 import { type SqsLocal, startSqsLocal } from "./sqsLocal.ts";
+
+/**
+ * What stands in for MSK:
+ * - `mock`: librdkafka's mock cluster (kcat). Starts in a second, needs only `kcat`; but no
+ *   CreateTopics (every topic gets 4 partitions), no idempotent producer, no real replication, and
+ *   a group join pauses ~9 s. The default for `npm run local` and `npm run emulators` on a laptop.
+ * - `real`: Apache Kafka 4 in KRaft mode (kafkaCluster.ts): one broker, or three with RF 3 and
+ *   `min.insync.replicas=2`. The tests, the chaos suite and the benchmarks run on it.
+ */
+export type KafkaSubstrate = "mock" | "real";
+
+export interface LocalKafka {
+  readonly substrate: KafkaSubstrate;
+  /** `127.0.0.1:<port>` of each broker. */
+  readonly brokers: string[];
+  /** The real cluster's handle (broker stop/start for chaos), when `substrate` is `real`. */
+  readonly cluster?: KafkaCluster;
+  stop(): Promise<void>;
+}
 
 export interface Emulators {
   readonly dynamodb: DynamoDbLocal;
   readonly sqs: SqsLocal;
-  readonly kafka: KafkaMock;
+  readonly kafka: LocalKafka;
   /** The variables that point AWS SDK v3 clients and our Kafka module at the emulators. */
   readonly env: Record<string, string>;
   stop(): Promise<void>;
 }
 
+export interface EmulatorOptions {
+  /** Export the endpoints into `process.env`. @default true */
+  readonly applyEnv?: boolean;
+  /** @default "mock" */
+  readonly kafka?: KafkaSubstrate;
+  /** Brokers of the real cluster (1, or 3 with RF 3 and min ISR 2). @default 1 */
+  readonly kafkaBrokers?: 1 | 3;
+}
+
 export const LOCAL_REGION = "us-east-1";
 
-/** Standard SDK endpoint variables plus `KAFKA_BROKERS`; nothing in lib/ special-cases them. */
-export function emulatorEnv(dynamodb: string, sqs: string, kafkaBrokers: string[]): Record<string, string> {
+/** Reads a `--kafka mock|real` flag (or `--kafka=real`); `fallback` when absent. */
+export function kafkaSubstrateFromArgs(
+  argv: readonly string[],
+  fallback: KafkaSubstrate = "mock",
+): KafkaSubstrate {
+  const i = argv.findIndex((a) => a === "--kafka" || a.startsWith("--kafka="));
+  if (i < 0) return fallback;
+  const value = argv[i]?.includes("=") ? argv[i]?.split("=")[1] : argv[i + 1];
+  if (value !== "mock" && value !== "real") throw new Error(`--kafka takes 'mock' or 'real', got '${value}'`);
+  return value;
+}
+
+/**
+ * Standard SDK endpoint variables plus `KAFKA_BROKERS` and `KAFKA_IDEMPOTENT` (false only on the
+ * mock, which has no idempotent producer); nothing in lib/ special-cases them.
+ */
+export function emulatorEnv(
+  dynamodb: string,
+  sqs: string,
+  kafkaBrokers: string[],
+  kafkaIdempotent = true,
+): Record<string, string> {
   return {
     AWS_ENDPOINT_URL_DYNAMODB: dynamodb,
     AWS_ENDPOINT_URL_DYNAMODB_STREAMS: dynamodb,
@@ -24,12 +73,38 @@ export function emulatorEnv(dynamodb: string, sqs: string, kafkaBrokers: string[
     AWS_ACCESS_KEY_ID: "local",
     AWS_SECRET_ACCESS_KEY: "local",
     KAFKA_BROKERS: kafkaBrokers.join(","),
+    KAFKA_IDEMPOTENT: String(kafkaIdempotent),
   };
 }
 
+/** Starts the chosen Kafka substrate (`fullJit`: the real brokers at full speed, for benchmarks). */
+export async function startLocalKafka(
+  substrate: KafkaSubstrate,
+  brokers: 1 | 3 = 1,
+  options: { fullJit?: boolean } = {},
+): Promise<LocalKafka> {
+  if (substrate === "mock") {
+    const mock = await startKafkaMock();
+    return { substrate, brokers: mock.brokers, stop: () => mock.stop() };
+  }
+  const cluster = await startKafkaCluster({ brokers, ...options });
+  return { substrate, brokers: cluster.brokers, cluster, stop: () => cluster.stop() };
+}
+
 /** Starts all three emulators in parallel and exports their endpoints into `process.env`. */
-export async function startEmulators(options: { applyEnv?: boolean } = {}): Promise<Emulators> {
-  const started = await Promise.allSettled([startDynamoDbLocal(), startSqsLocal(), startKafkaMock()]);
+export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
+  const substrate = options.kafka ?? "mock";
+  // The real cluster's JVMs start after DynamoDB Local's: on two cores, up to five JVMs starting at
+  // once starve one another past their start timeouts. The mock (kcat) starts alongside.
+  const first = await Promise.allSettled([
+    startDynamoDbLocal(),
+    startSqsLocal(),
+    ...(substrate === "mock" ? [startLocalKafka("mock")] : []),
+  ]);
+  const started =
+    substrate === "mock" || first.some((s) => s.status === "rejected")
+      ? first
+      : [...first, ...(await Promise.allSettled([startLocalKafka("real", options.kafkaBrokers ?? 1)]))];
   const failure = started.find((s) => s.status === "rejected");
   if (failure) {
     await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
@@ -38,9 +113,9 @@ export async function startEmulators(options: { applyEnv?: boolean } = {}): Prom
   const [dynamodb, sqs, kafka] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
     DynamoDbLocal,
     SqsLocal,
-    KafkaMock,
+    LocalKafka,
   ];
-  const env = emulatorEnv(dynamodb.endpoint, sqs.endpoint, kafka.brokers);
+  const env = emulatorEnv(dynamodb.endpoint, sqs.endpoint, kafka.brokers, kafka.substrate === "real");
   if (options.applyEnv !== false) Object.assign(process.env, env);
   return {
     dynamodb,

@@ -6,7 +6,10 @@
  * `RESULT {json}` as its last line. Exit 0 only when nothing was lost and no effect happened twice.
  *
  *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
- *                    [--cdk-out <dir>] [--timeout 600] [--verbose]
+ *                    [--cdk-out <dir>] [--timeout 600] [--verbose] [--kafka mock|real]
+ *
+ * `--kafka real` runs it on a real Apache Kafka broker (KRaft, from Maven Central) instead of the
+ * librdkafka mock: topics as the stack declares them, the idempotent producer, no 9 s group joins.
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -15,7 +18,7 @@ import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 import { createSqsClient } from "../sqs/sqsClient.ts";
-import { startEmulators } from "./emulators.ts";
+import { kafkaSubstrateFromArgs, startEmulators } from "./emulators.ts";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
 import { startPaymentProvider } from "./runtime/paymentProvider.ts";
 import {
@@ -83,12 +86,13 @@ async function main(): Promise<number> {
       timeout: { type: "string", default: "600" },
       "max-environments": { type: "string" },
       verbose: { type: "boolean", default: false },
+      kafka: { type: "string", default: "mock" },
       help: { type: "boolean", default: false },
     },
   });
   if (values.help) {
     log(
-      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S]",
+      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real]",
     );
     return 0;
   }
@@ -107,9 +111,11 @@ async function main(): Promise<number> {
   rmSync(runDir, { recursive: true, force: true });
   mkdirSync(logDir, { recursive: true });
 
-  log("local: starting DynamoDB Local, fauxqs and the Kafka mock; synthesizing the CDK app...");
+  log(
+    `local: starting DynamoDB Local, fauxqs and ${values.kafka === "real" ? "an Apache Kafka broker" : "the Kafka mock"}; synthesizing the CDK app...`,
+  );
   // One after the other: on a small machine, esbuild bundling slows the emulators' start (JVM) past its timeout.
-  const emulators = await startEmulators();
+  const emulators = await startEmulators({ kafka: kafkaSubstrateFromArgs(["--kafka", values.kafka]) });
   const synthStarted = Date.now();
   let cdkOut: string;
   try {

@@ -13,6 +13,7 @@ import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { toLambdaImage } from "../../lib/outbox/streamPoller.ts";
 import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
 import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
+import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 /**
@@ -66,6 +67,8 @@ beforeAll(async () => {
       deadLetterTopic: `${topic}.DLQ`,
     }),
   });
+  // What the stack would declare: the main topic, its retry rung and its DLQ (nothing is auto-created).
+  await declareTopics([topic, `${topic}.retry.1s`, `${topic}.DLQ`]);
   delete process.env.PAYMENT_GATEWAY_URL;
   orderConsumer = (await import("../../functions/order-consumer/handler.ts")).handler as Handler;
   paymentConsumer = (await import("../../functions/payment-consumer/handler.ts")).handler as Handler;

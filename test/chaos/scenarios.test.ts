@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { badInputsThroughService } from "../../chaos/badInputScenario.ts";
+import { leadersMove, oneBrokerDown, twoBrokersDown } from "../../chaos/brokerScenarios.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "../../chaos/chaosService.ts";
 import {
   brokerDownDuringRebalance,
@@ -12,32 +13,42 @@ import {
   type ScenarioResult,
 } from "../../chaos/scenarios.ts";
 import { verdict } from "../../chaos/verdict.ts";
+import { type KafkaCluster, startKafkaCluster } from "../../lib/local/kafkaCluster.ts";
 
 /**
  * The chaos scenarios of `npm run chaos`, small: the reference stack's chaos variant synthesized
  * once, each scenario on the local runtime against the shared emulators (scenario 1 kills and
- * restarts a DynamoDB Local of its own). Each asserts the run's contract on what was stored:
+ * restarts a DynamoDB Local of its own) and a real 3-broker Kafka cluster of this file's own (RF 3,
+ * min.insync.replicas 2), whose brokers scenarios 4, 8, 9 and 10 stop and re-lead. Each asserts the run's contract on what was stored:
  * nothing lost, no duplicate effect on the transactional path, every repeated charge explained by
  * an injected crash, nothing half-applied, aggregates in order, every bad input parked with its
  * typed error. Bounded: ~5 minutes in all.
  */
 let ctx: ScenarioContext;
-const base = {
-  endpoints: {
-    dynamodb: process.env.AWS_ENDPOINT_URL_DYNAMODB!,
-    sqs: process.env.AWS_ENDPOINT_URL_SQS!,
-    kafkaBrokers: (process.env.KAFKA_BROKERS ?? "").split(","),
-  },
-  seed: Number(process.env.CHAOS_SEED ?? 20261130),
-  log: () => {},
-  settleTimeoutMs: 150_000,
-};
+let cluster: KafkaCluster | undefined;
 
-// The reference stack's chaos variant, synthesized (and bundled) once for every scenario.
+// The reference stack's chaos variant, synthesized (and bundled) once for every scenario, and the
+// 3-broker cluster, started meanwhile.
 beforeAll(async () => {
-  ctx = { ...base, assembly: await synthesizeChaosApp() };
-}, 180_000);
-afterAll(() => disposeChaosApp(ctx?.assembly));
+  const [assembly, kafka] = await Promise.all([synthesizeChaosApp(), startKafkaCluster({ brokers: 3 })]);
+  cluster = kafka;
+  ctx = {
+    endpoints: {
+      dynamodb: process.env.AWS_ENDPOINT_URL_DYNAMODB!,
+      sqs: process.env.AWS_ENDPOINT_URL_SQS!,
+      kafkaBrokers: kafka.brokers,
+    },
+    kafkaCluster: kafka,
+    seed: Number(process.env.CHAOS_SEED ?? 20261130),
+    log: () => {},
+    settleTimeoutMs: 150_000,
+    assembly,
+  };
+}, 240_000);
+afterAll(async () => {
+  disposeChaosApp(ctx?.assembly);
+  await cluster?.stop();
+});
 
 function expectContract(r: ScenarioResult) {
   const v = verdict([r]);
@@ -72,8 +83,9 @@ describe.sequential("chaos scenarios (small)", () => {
     expect(typeof r.figures.throughputDropPercent).toBe("number");
   });
 
-  // Each rebalance on the Kafka mock waits one session (10 s); a run takes 30-45 s.
-  it("4. a broker stops while consumers rebalance: no loss", { timeout: 200_000 }, async () => {
+  it("4. a broker process dies while consumers rebalance, another shuts down as one leaves: no loss", {
+    timeout: 200_000,
+  }, async () => {
     const r = await brokerDownDuringRebalance(ctx, { events: 150 });
     expectContract(r);
   });
@@ -103,5 +115,31 @@ describe.sequential("chaos scenarios (small)", () => {
     expectContract(r);
     expect(r.figures.droppedByMapping).toBeGreaterThan(0);
     expect(r.figures.aggregatesOutOfOrder).toBe(0);
+  });
+
+  it("8. one broker of three down: acks=all still succeeds, nothing lost", { timeout: 200_000 }, async () => {
+    const r = await oneBrokerDown(ctx, { orders: 40 });
+    expectContract(r);
+    expect(r.figures.acksAllWithOneDown).toBe(true);
+    expect(r.figures.settled).toBe(true);
+  });
+
+  it("9. two brokers down: NOT_ENOUGH_REPLICAS; relay and retry ladder hold everything, in order, and recover", {
+    timeout: 240_000,
+  }, async () => {
+    const r = await twoBrokersDown(ctx, { aggregates: 5, versions: 4, orders: 12, outageMs: 10_000 });
+    expectContract(r);
+    expect(r.figures.acksAllRefusedWithTwoDown).toBe(true);
+    expect(r.figures.publishedDuringOutage).toBe(0);
+    expect(r.figures.acksAllAfterOneReturned).toBe(true);
+    expect(r.figures.aggregatesOutOfOrder).toBe(0);
+  });
+
+  it("10. partition leaders move while the payment consumer runs: every order charged once", {
+    timeout: 200_000,
+  }, async () => {
+    const r = await leadersMove(ctx, { events: 80 });
+    expectContract(r);
+    expect(r.figures.leaderMoves).toBeGreaterThan(0);
   });
 });

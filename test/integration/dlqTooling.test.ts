@@ -15,6 +15,7 @@ import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { parkInDeadLetterQueue, toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
+import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 const name = names(import.meta.url);
@@ -57,12 +58,12 @@ describe("Kafka dead-letter topic: inspect and replay", () => {
         trace: `t-${n}`,
       },
     });
+    await declareTopics([topic, dlq]);
     await getKafkaProducer().send(dlq, [
       dead(1, "TransientError: issuer down"),
       dead(2, "SchemaValidationError: amount: expected number"),
       dead(3, "TransientError: issuer down"),
     ]);
-    await recordsIn(topic); // create the original topic (the mock makes it on first metadata request)
 
     const summary = await inspectKafkaDeadLetters(dlq);
     expect(summary.total).toBe(3);

@@ -6,8 +6,10 @@ import { describe, expect, it } from "vitest";
 const cli = fileURLToPath(new URL("../../lib/local/cli.ts", import.meta.url));
 
 /** `npm run emulators` in a child process; resolves with its emulator children once all three are up. */
-async function startCli(): Promise<{ cli: ChildProcess; children: number[]; output: string }> {
-  const child = spawn(process.execPath, [cli], { stdio: ["ignore", "pipe", "pipe"] });
+async function startCli(
+  args: string[] = [],
+): Promise<{ cli: ChildProcess; children: number[]; output: string }> {
+  const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on("data", (d: Buffer) => {
@@ -57,4 +59,27 @@ describe("emulator lifecycle (npm run emulators)", () => {
     cli.kill("SIGKILL"); // no handler runs: the children notice their stdin pipe closing
     expect(await gone(children)).toBe(true);
   });
+});
+
+describe("emulator lifecycle with the real Kafka broker (npm run emulators -- --kafka real)", () => {
+  /** The broker's JVM among the CLI's children, and what it listens on. */
+  const brokerListens = (pid: number) =>
+    execFileSync("ps", ["-o", "args=", "-p", String(pid)], { encoding: "utf8" }).includes("GuardedKafka");
+
+  it("runs one Kafka broker on 127.0.0.1 and stops it with the rest on Ctrl-C (SIGINT)", async () => {
+    const { cli, children, output } = await startCli(["--kafka", "real"]);
+    expect(output).toMatch(/Kafka brokers\s+127\.0\.0\.1:\d+\n/);
+    expect(children).toHaveLength(2); // java (DynamoDB Local) and java (the Kafka broker)
+    expect(children.filter(brokerListens)).toHaveLength(1);
+    cli.kill("SIGINT");
+    expect(await gone([cli.pid!, ...children])).toBe(true);
+  }, 120_000);
+
+  it("leaves no broker behind when the parent is killed with SIGKILL", async () => {
+    const { cli, children } = await startCli(["--kafka=real"]);
+    const broker = children.filter(brokerListens);
+    expect(broker).toHaveLength(1);
+    cli.kill("SIGKILL"); // GuardedKafka halts the JVM when its stdin pipe closes
+    expect(await gone(children)).toBe(true);
+  }, 120_000);
 });

@@ -19,7 +19,13 @@ import { createRetryLadder, ladderTopics } from "../../lib/kafka/retryLadder.ts"
 import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
 import { dynamodb } from "../support/clients.ts";
-import { lambdaContext, recordingTelemetry, type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
+import {
+  declareLadder,
+  lambdaContext,
+  recordingTelemetry,
+  type TopicTap,
+  tapTopics,
+} from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 const name = names(import.meta.url);
@@ -62,7 +68,7 @@ async function withTap<R>(base: string, fn: (tap: TopicTap) => Promise<R>): Prom
 const header = (r: { message: { headers?: Record<string, unknown> } }, h: string) =>
   (r.message.headers?.[h] as Buffer | undefined)?.toString();
 
-describe("Kafka consumer: retry topics and dead-letter topic (against the mock cluster)", () => {
+describe("Kafka consumer: retry topics and dead-letter topic (against the local Kafka)", () => {
   it("fail twice, then succeed: the record travels the ladder and is processed once; redeliveries are deduplicated", async () => {
     const topic = name("pay-ladder");
     const attempts: number[] = [];
@@ -288,6 +294,7 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
       { failureMode: "partial-batch", idempotency: false, producer: getKafkaProducer() },
     );
     const topic = name("partial");
+    await declareLadder(ladder, topic);
     const r = (p: number, o: number, body: unknown) => ({ ...rec(p, o, `k${o}`, body), topic });
     const response = await process(
       {

@@ -6,7 +6,7 @@ import { startLocalKafkaTrigger } from "../../lib/local/kafkaTrigger.ts";
 import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
 import { dynamodb } from "../support/clients.ts";
-import { recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
+import { declareLadder, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 const name = names(import.meta.url);
@@ -27,6 +27,8 @@ describe("end to end through the local Kafka trigger (Lambda's event source mapp
     const allDone = new Promise<void>((r) => {
       resolveAll = r;
     });
+    const retry = createRetryLadder({ delays: ["200ms"] });
+    await declareLadder(retry, topic);
     const handler = kafkaConsumer<{ id: string; mode: "flaky" | "poison" | "ok" }>(
       async ({ body, attempt }) => {
         if (body.mode === "poison") throw new PermanentError("poison");
@@ -36,7 +38,7 @@ describe("end to end through the local Kafka trigger (Lambda's event source mapp
       },
       {
         consumer: "local-e2e",
-        retry: createRetryLadder({ delays: ["200ms"] }),
+        retry,
         idempotency: { tableName: table },
         dynamodbClient: ddb,
         telemetry: recordingTelemetry(),

@@ -1,6 +1,6 @@
 import * as net from "node:net";
 import { logLevel } from "kafkajs";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import {
   createKafkaProducer,
   disconnectAllKafkaProducers,
@@ -8,16 +8,18 @@ import {
   KafkaPublishTransientError,
   kafkaConfigFromEnv,
 } from "../../lib/kafka/producer.ts";
-import { tapTopics } from "../support/kafkaHarness.ts";
+import { kafka } from "../support/clients.ts";
+import { declareTopics, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 const name = names(import.meta.url);
 
 afterAll(() => disconnectAllKafkaProducers());
 
-describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
+describe("shared Kafka producer (kafkajs against the local Kafka)", () => {
   it("is cached per config and delivers keyed records with headers and timestamps", async () => {
     const topic = name("out");
+    await declareTopics([topic]);
     const producer = getKafkaProducer();
     expect(getKafkaProducer()).toBe(producer);
     const sent = await producer.send(topic, [
@@ -43,6 +45,7 @@ describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
 
   it("reconnects after an explicit disconnect (a new producer from the cache)", async () => {
     const topic = name("reconnect");
+    await declareTopics([topic]);
     const first = getKafkaProducer();
     await first.send(topic, [{ value: "a" }]);
     await first.disconnect();
@@ -68,6 +71,7 @@ describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
 
   it("survives the cluster dropping every connection between sends (reconnects, nothing lost)", async () => {
     const topic = name("chaos");
+    await declareTopics([topic]);
     const sockets: net.Socket[] = [];
     const producer = createKafkaProducer(
       {
@@ -95,4 +99,56 @@ describe("shared Kafka producer (kafkajs against the librdkafka mock)", () => {
     expect(got.map((r) => r.message.value?.toString())).toEqual(["1", "2"]);
     await producer.disconnect();
   });
+
+  it.runIf(inject("kafkaSubstrate") === "real")(
+    "is idempotent on the real cluster: a produce whose response is lost is retried without a duplicate",
+    async () => {
+      const topic = name("idempotent");
+      await declareTopics([{ name: topic, partitions: 1 }]);
+      let lost = 0;
+      const producer = createKafkaProducer(
+        {
+          ...kafkaConfigFromEnv(),
+          requestTimeoutMs: 3_000,
+          // The broker writes the first batch, and its answer never arrives: the connection dies as
+          // the response comes in (a network cut between the two), so kafkajs sends the batch again.
+          socketFactory: ({ host, port, onConnect }) => {
+            const socket = net.connect({ host, port }, onConnect);
+            let produceInFlight = false;
+            const write = socket.write.bind(socket) as (...a: unknown[]) => boolean;
+            socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+              // Request header: int32 size, int16 api key (0 = Produce).
+              if (lost === 0 && Buffer.isBuffer(chunk) && chunk.length > 6 && chunk.readInt16BE(4) === 0)
+                produceInFlight = true;
+              return write(chunk, ...rest);
+            }) as typeof socket.write;
+            const emit = socket.emit.bind(socket) as (...a: unknown[]) => boolean;
+            socket.emit = ((event: string, ...args: unknown[]) => {
+              if (event === "data" && produceInFlight) {
+                produceInFlight = false;
+                lost++;
+                socket.destroy(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }));
+                return true;
+              }
+              return emit(event, ...args);
+            }) as typeof socket.emit;
+            return socket;
+          },
+        },
+        { logLevel: logLevel.NOTHING },
+      );
+      await producer.send(topic, [{ key: "a", value: "1" }]);
+      await producer.send(topic, [{ key: "a", value: "2" }]);
+      await producer.disconnect();
+      expect(lost).toBe(1);
+
+      const admin = kafka().admin();
+      await admin.connect();
+      const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+      expect(end?.high).toBe("2"); // offsets 0 and 1; a duplicate would have taken offset 2
+      const tap = await tapTopics([topic], name("idempotent-g"));
+      const got = await tap.take(topic, 2).finally(() => tap.stop());
+      expect(got.map((r) => r.message.value?.toString())).toEqual(["1", "2"]);
+    },
+  );
 });

@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { kafka } from "../support/clients.ts";
+import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 const name = names(import.meta.url);
 
-describe("Kafka mock smoke (kafkajs)", () => {
+describe("Kafka smoke (kafkajs)", () => {
   it("produces and consumes with headers through a consumer group", async () => {
     const topic = name("topic");
+    await declareTopics([topic]);
     const client = kafka();
-    const producer = client.producer({ allowAutoTopicCreation: true });
+    const producer = client.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     await producer.send({
       topic,

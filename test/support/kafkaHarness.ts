@@ -3,6 +3,12 @@ import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
 import type { ConsumedRecord } from "../../lib/kafka/mskEventBuilder.ts";
+import { ladderTopics, type RetryLadder } from "../../lib/kafka/retryLadder.ts";
+import {
+  type CreatedTopic,
+  createDeclaredTopics,
+  type TopicDeclaration,
+} from "../../lib/local/kafkaTopics.ts";
 import type { MetricName, Telemetry } from "../../lib/observability/telemetry.ts";
 import { kafka } from "./clients.ts";
 
@@ -25,6 +31,43 @@ export function lambdaContext(remainingMs = 60_000, functionName = "kafka-test")
   return { functionName, getRemainingTimeInMillis: () => remainingMs } as unknown as Context;
 }
 
+/** Partitions of a test topic that declares none: the mock's fixed count, so tests see the same shape on both. */
+export const TEST_TOPIC_PARTITIONS = 4;
+
+/**
+ * Creates the topics a test produces to. The real cluster auto-creates nothing (as on MSK), so a
+ * test creates its topics first, as a deployment would; on the mock this falls back to a metadata
+ * request. A bare name gets TEST_TOPIC_PARTITIONS partitions and the cluster's replication.
+ */
+export async function declareTopics(
+  topics: ReadonlyArray<string | TopicDeclaration>,
+): Promise<CreatedTopic[]> {
+  const admin = kafka("declare-topics").admin();
+  await admin.connect();
+  try {
+    // A bare name that exists already is only checked for existence (a tap of a declared topic).
+    const existing = new Set(topics.some((t) => typeof t === "string") ? await admin.listTopics() : []);
+    return await createDeclaredTopics(
+      admin,
+      topics.map((t) =>
+        typeof t !== "string"
+          ? t
+          : existing.has(t)
+            ? { name: t }
+            : { name: t, partitions: TEST_TOPIC_PARTITIONS },
+      ),
+    );
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** A main topic and every topic of its retry ladder (retry topics, then the DLQ). */
+export function declareLadder(ladder: RetryLadder, baseTopic: string): Promise<CreatedTopic[]> {
+  const { retry, deadLetter } = ladderTopics(ladder, baseTopic);
+  return declareTopics([baseTopic, ...retry, deadLetter]);
+}
+
 /**
  * One consumer-group consumer subscribed to several topics from the beginning, buffering what
  * arrives per topic, so a test joins a group once (the slow part on the mock) and then takes
@@ -39,11 +82,8 @@ export interface TopicTap {
 
 export async function tapTopics(topics: string[], groupId: string): Promise<TopicTap> {
   const client = kafka("tap");
-  // Make the topics exist first: the mock creates them on a metadata request.
-  const admin = client.admin();
-  await admin.connect();
-  await admin.fetchTopicMetadata({ topics });
-  await admin.disconnect();
+  // Make the topics exist first (the ones a test declared already are found and checked).
+  await declareTopics(topics);
   const consumer: Consumer = client.consumer({
     groupId,
     sessionTimeout: 6_000,

@@ -78,6 +78,7 @@ const EMULATOR_VARS = [
   "AWS_ACCESS_KEY_ID",
   "AWS_SECRET_ACCESS_KEY",
   "KAFKA_BROKERS",
+  "KAFKA_IDEMPOTENT",
 ];
 
 export function matchFunction(fn: LocalFunction, what: string): boolean {

@@ -15,6 +15,7 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { Kafka, logLevel } from "kafkajs";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
+import { createDeclaredTopics, decodeTopicConfigs, type TopicDeclaration } from "../kafkaTopics.ts";
 import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
 import {
   type ResolveContext,
@@ -362,27 +363,13 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     };
   };
 
-  const createTopic = async (
-    id: string,
-    type: string,
-    name: string,
-    partitions: number | undefined,
-  ): Promise<Materialised> => {
-    const a = await kafkaAdmin();
-    try {
-      await a.createTopics({
-        topics: [{ topic: name, ...(partitions ? { numPartitions: partitions } : {}) }],
-        waitForLeaders: true,
-      });
-    } catch {
-      // The librdkafka mock has no CreateTopics: a metadata request creates the topic with its default.
-    }
-    const md = await a.fetchTopicMetadata({ topics: [name] });
-    const actual = md.topics[0]?.partitions.length ?? 0;
-    if (partitions && actual !== partitions)
-      note(
-        `topic ${name}: ${partitions} partitions declared, the local cluster created ${actual} (it has no CreateTopics)`,
-      );
+  const createTopic = async (id: string, type: string, declared: TopicDeclaration): Promise<Materialised> => {
+    // As declared (partitions, replication, configs), fitted to the local cluster and checked.
+    const [created] = await createDeclaredTopics(await kafkaAdmin(), [declared]);
+    const actual = created?.partitions ?? 0;
+    for (const fitted of created?.fitted ?? []) note(`topic ${declared.name}: ${fitted}`);
+    const name = declared.name;
+    const partitions = declared.partitions;
     const arn = `arn:aws:kafka:${region}:${accountId}:topic/local/${name}`;
     topics.push({
       logicalId: id,
@@ -496,12 +483,12 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
           m = await createTable(id, p);
           break;
         case "AWS::MSK::Topic":
-          m = await createTopic(
-            id,
-            r.Type,
-            resolveString(p.TopicName, ctx, `${id}.TopicName`),
-            p.PartitionCount === undefined ? undefined : Number(p.PartitionCount),
-          );
+          m = await createTopic(id, r.Type, {
+            name: resolveString(p.TopicName, ctx, `${id}.TopicName`),
+            ...(p.PartitionCount === undefined ? {} : { partitions: Number(p.PartitionCount) }),
+            ...(p.ReplicationFactor === undefined ? {} : { replicationFactor: Number(p.ReplicationFactor) }),
+            ...(typeof p.Configs === "string" ? { configs: decodeTopicConfigs(p.Configs) } : {}),
+          });
           break;
         case "AWS::Lambda::Function":
           m = createFunction(id, r);
@@ -518,17 +505,31 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
           };
           break;
         default: {
-          const topic = (p.Topic as { Name?: unknown; Partitions?: unknown } | undefined) ?? undefined;
+          const topic =
+            (p.Topic as
+              | { Name?: unknown; Partitions?: unknown; ReplicationFactor?: unknown; Configs?: unknown }
+              | undefined) ?? undefined;
           if (
             (r.Type === "Custom::KafkaTopic" || r.Type.startsWith("Custom::")) &&
             topic?.Name !== undefined
           ) {
-            m = await createTopic(
-              id,
-              r.Type,
-              resolveString(topic.Name, ctx, `${id}.Topic.Name`),
-              topic.Partitions === undefined ? undefined : Number(topic.Partitions),
-            );
+            m = await createTopic(id, r.Type, {
+              name: resolveString(topic.Name, ctx, `${id}.Topic.Name`),
+              ...(topic.Partitions === undefined ? {} : { partitions: Number(topic.Partitions) }),
+              ...(topic.ReplicationFactor === undefined
+                ? {}
+                : { replicationFactor: Number(topic.ReplicationFactor) }),
+              ...(typeof topic.Configs === "object" && topic.Configs !== null
+                ? {
+                    configs: Object.fromEntries(
+                      Object.entries(topic.Configs as Record<string, unknown>).map(([k, v]) => [
+                        k,
+                        String(v),
+                      ]),
+                    ),
+                  }
+                : {}),
+            });
             break;
           }
           const reason =
