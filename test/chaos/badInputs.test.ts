@@ -49,7 +49,7 @@ async function queue(what: string, attributes: Record<string, string> = {}) {
 beforeAll(async () => {
   await createAppTable(ddb, appTable);
   await createDedupTable(ddb, dedupTable);
-  // SQS takes up to 1 MiB; the consumer's own limit is 256 KiB, so an oversize body can be parked.
+  // SQS takes up to 1 MiB, and so does the consumer: a 300 KiB order is processed, and parked copies fit.
   dlqUrl = await queue("orders-dlq", { MaximumMessageSize: "1048576" });
   parkingUrl = await queue("parking", { MaximumMessageSize: "1048576" });
   eventsUrl = await queue("events");

@@ -15,7 +15,7 @@ import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
 import { METRIC } from "../../lib/observability/telemetry.ts";
 import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { dynamodb } from "../support/clients.ts";
-import { recordingTelemetry } from "../support/kafkaHarness.ts";
+import { declareLadder, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, sendAll, type TestQueue } from "../support/queues.ts";
 import { countRequests } from "../support/requestCounter.ts";
@@ -151,6 +151,9 @@ describe("concurrent invocations in one process", () => {
 
   it("kafkaConsumer: two concurrent batches (two partitions) sharing a key run 9 effects; only the contended record is routed, with no attempt used", async () => {
     const topic = name("pay");
+    const ladder = createRetryLadder({ delays: ["150ms"] });
+    // A real broker creates no topic on first use (MSK's default): the ladder is declared.
+    await declareLadder(ladder, topic);
     const effects: string[] = [];
     const telemetry = recordingTelemetry();
     const process = createKafkaBatchProcessor<{ id: string }>(
@@ -161,7 +164,7 @@ describe("concurrent invocations in one process", () => {
       {
         consumer: "concurrent-test",
         idempotency: { tableName: table, scope: name("kafka-scope") },
-        retry: createRetryLadder({ delays: ["150ms"] }),
+        retry: ladder,
         producer: getKafkaProducer(),
         dynamodbClient: ddb,
         telemetry,

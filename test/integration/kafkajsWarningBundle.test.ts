@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { build } from "esbuild";
 import { afterAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
+import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
 // Issue 14 item 18: the kafkajs TimeoutNegativeWarning must be gone from a user's Lambda bundle, not
@@ -63,6 +64,8 @@ describe("kafkajs TimeoutNegativeWarning in a bundled handler", () => {
       Number(process.versions.node.split(".")[0]),
       "needs Node >= 23 (npm ci installs node 24)",
     ).toBeGreaterThanOrEqual(23);
+    // A real broker creates no topic on first use (MSK's default).
+    await declareTopics([name("plain"), name("library")]);
     const control = await bundleAndRun("plain", produceOnce(name("plain"), false));
     expect(control).toMatch(/TimeoutNegativeWarning/);
     const ours = await bundleAndRun("library", produceOnce(name("library"), true));
