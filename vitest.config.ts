@@ -7,7 +7,18 @@ import { defineConfig } from "vitest/config";
  */
 const HEAVY = ["test/chaos/scenarios.test.ts", "test/integration/localRuntimeMain.test.ts"];
 
+/**
+ * Code and tests import the package by its own name (`reliable-consumers/sqs`); this condition
+ * resolves those imports to the TypeScript sources in lib/ (package.json `exports`), so tests run
+ * the current code with no build step. tsconfig.json (`customConditions`) and the tsx scripts
+ * (`NODE_OPTIONS=--conditions=...`) use the same condition; the built dist/ is tested from the
+ * packed tarball (test/package).
+ */
+const SOURCE_CONDITION = "reliable-consumers-source";
+
 export default defineConfig({
+  // Not Vite's default server conditions: their "module" picks the AWS SDK's bundler-only dist-es.
+  ssr: { resolve: { conditions: [SOURCE_CONDITION, "node"] } },
   test: {
     globalSetup: ["test/support/globalSetup.ts"],
     setupFiles: ["test/support/applyEmulatorEnv.ts"],

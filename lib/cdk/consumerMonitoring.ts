@@ -4,7 +4,7 @@ import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
 import type * as sns from "aws-cdk-lib/aws-sns";
 import { Construct } from "constructs";
 import { METRIC } from "../observability/telemetry.ts";
-import type { ConsumerFunction } from "./consumerFunction.ts";
+import type { ConsumerFunctionBase } from "./consumerFunction.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 
 export interface ConsumerMonitoringProps {
@@ -83,7 +83,7 @@ export class ConsumerMonitoring extends Construct {
   }
 
   /** Errors and throttles of a function, and the rate of duplicates it dropped. */
-  monitorFunction(consumer: ConsumerFunction): void {
+  monitorFunction(consumer: ConsumerFunctionBase): void {
     const name = consumer.consumerName;
     const fn = consumer.function;
     const errors = fn.metricErrors({ period: Duration.minutes(1), statistic: "Sum" });
@@ -133,7 +133,7 @@ export class ConsumerMonitoring extends Construct {
   }
 
   /** Kafka consumer lag (Lambda's OffsetLag for MSK event sources). */
-  monitorKafkaLag(consumer: ConsumerFunction, maxLag = 10_000): void {
+  monitorKafkaLag(consumer: ConsumerFunctionBase, maxLag = 10_000): void {
     const name = consumer.consumerName;
     const lag = new cloudwatch.Metric({
       namespace: "AWS/Lambda",

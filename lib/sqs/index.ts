@@ -5,6 +5,7 @@ export {
   packAttributes,
   unpackAttributes,
 } from "../core/attributePacking.ts";
+export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "../middleware/sqsConsumer.ts";
 export { parkInDeadLetterQueue } from "./deadLetter.ts";
 export { type QueueInfo, QueueResolver } from "./queueResolver.ts";
 export {
