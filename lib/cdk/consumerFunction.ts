@@ -388,20 +388,47 @@ export class ConsumerFunction extends ConsumerFunctionBase {
       });
     this.logGroup.grantWrite(this.role);
 
-    this.function = new NodejsFunction(this, "Function", {
-      ...functionProps,
-      handler: props.handler ?? "handler",
-      runtime: props.runtime ?? FUNCTION_RUNTIME,
-      architecture: props.architecture ?? FUNCTION_ARCHITECTURE,
-      timeout: this.timeout,
-      memorySize: props.memorySize ?? 512,
-      role: this.role,
-      logGroup: this.logGroup,
-      // projectRoot and depsLockFilePath: NodejsFunction's defaults (the user's lock file) unless given.
-      bundling: { ...BUNDLING, ...bundling },
-      environment: consumerEnvironment(this.consumerName, metricsNamespace, environment),
-    });
+    this.function = bundled(
+      props.entry,
+      this.node.path,
+      () =>
+        new NodejsFunction(this, "Function", {
+          ...functionProps,
+          handler: props.handler ?? "handler",
+          runtime: props.runtime ?? FUNCTION_RUNTIME,
+          architecture: props.architecture ?? FUNCTION_ARCHITECTURE,
+          timeout: this.timeout,
+          memorySize: props.memorySize ?? 512,
+          role: this.role,
+          logGroup: this.logGroup,
+          // projectRoot and depsLockFilePath: NodejsFunction's defaults (the user's lock file) unless given.
+          bundling: { ...BUNDLING, ...bundling },
+          environment: consumerEnvironment(this.consumerName, metricsNamespace, environment),
+        }),
+    );
     if (props.vpc) this.grantNetworking();
+  }
+}
+
+/** A handler that esbuild could not bundle: names the entry and the construct, with esbuild's error. */
+export class ConsumerBundlingError extends Error {
+  override readonly name = "ConsumerBundlingError";
+}
+
+/**
+ * NodejsFunction bundles while it is constructed and fails with the asset's path only; this names
+ * the entry too. esbuild's own messages (the file, line and what it could not resolve) are on
+ * stderr above, and in the cause.
+ */
+function bundled<T>(entry: string, path: string, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    const message = (error as Error).message ?? String(error);
+    if (!/bundl/i.test(message)) throw error;
+    throw new ConsumerBundlingError(`${path}: esbuild could not bundle the handler ${entry}: ${message}`, {
+      cause: error,
+    });
   }
 }
 
