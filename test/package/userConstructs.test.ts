@@ -145,7 +145,7 @@ describe("the consumer rules on a function built another way (ConsumerFunction.f
     });
     consumer.addSqsTrigger(queue);
     consumer.useDedupWindow(new DedupTable(stack, "Dedup", { window: Duration.hours(1) }));
-    expect(() => app.synth()).toThrow(/remembers keys for 1h .*\n  - Mine: /);
+    expect(() => app.synth()).toThrow(/remembers keys for 1h .*\n {2}- Mine: /);
   });
 });
 
