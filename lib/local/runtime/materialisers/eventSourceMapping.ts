@@ -128,6 +128,50 @@ const kafkaMapping: MappingMaterialiser = (input) => {
   };
 };
 
+/** Mapping properties the local pollers read (each kind reads its own). */
+const EMULATED_PROPERTIES = new Set([
+  "FunctionName",
+  "EventSourceArn",
+  "Enabled",
+  "BatchSize",
+  "MaximumBatchingWindowInSeconds",
+  "FunctionResponseTypes",
+  "FilterCriteria",
+  "ScalingConfig",
+  "StartingPosition",
+  "BisectBatchOnFunctionError",
+  "MaximumRetryAttempts",
+  "MaximumRecordAgeInSeconds",
+  "DestinationConfig",
+  "ParallelizationFactor",
+  "TumblingWindowInSeconds",
+  "Topics",
+  "AmazonManagedKafkaEventSourceConfig",
+  "SelfManagedKafkaEventSourceConfig",
+  "SelfManagedEventSource",
+  "ProvisionedPollerConfig",
+]);
+
+/** What the local runtime does instead of a mapping property it does not emulate. */
+const INSTEAD: Readonly<Record<string, string>> = {
+  SourceAccessConfigurations: "the local Kafka cluster takes plaintext connections with no authentication",
+  KmsKeyArn: "filter criteria are not encrypted locally",
+  MetricsConfig: "event source mapping metrics are not emitted locally",
+  LoggingConfig: "the poller's own logs are not written locally",
+  Tags: "tags have no local effect",
+  StartingPositionTimestamp: "AT_TIMESTAMP is not emulated; the mapping starts at TRIM_HORIZON or LATEST",
+  Queues: "Amazon MQ sources are not emulated",
+  DocumentDBEventSourceConfig: "DocumentDB sources are not emulated",
+};
+
+/** Notes each property of a mapping that has no local effect, by name, with what happens instead. */
+function noteIgnoredProperties(id: string, p: Record<string, unknown>, s: MaterialiseState): void {
+  for (const key of Object.keys(p)) {
+    if (EMULATED_PROPERTIES.has(key)) continue;
+    s.note(`${id}: ${key} is not emulated; ${INSTEAD[key] ?? "the local mapping ignores it"}`);
+  }
+}
+
 /** Tried in order; the first kind that recognises the source builds the mapping. */
 const MAPPING_KINDS: readonly MappingMaterialiser[] = [sqsMapping, dynamodbMapping, kafkaMapping];
 
@@ -174,6 +218,7 @@ export function materialiseMapping(id: string, r: CfnResource, s: MaterialiseSta
   for (const kind of MAPPING_KINDS) {
     const made = kind(input);
     if (made) {
+      noteIgnoredProperties(id, p, s);
       s.mappings.push(made.mapping);
       s.report.created.push({ logicalId: id, type: r.Type, detail: made.detail });
       return;

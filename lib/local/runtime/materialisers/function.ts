@@ -72,6 +72,23 @@ function environment(id: string, name: string, r: CfnResource, s: MaterialiseSta
   return env;
 }
 
+/** Function properties with no local effect, and what the function host does instead. */
+const FUNCTION_PROPERTIES_INSTEAD: Readonly<Record<string, string>> = {
+  Architectures: "the code runs on this machine's architecture",
+  TracingConfig: "X-Ray tracing is not emulated",
+  DeadLetterConfig: "asynchronous invocations are not emulated, so neither is their dead-letter queue",
+  EphemeralStorage: "/tmp is this machine's",
+  FileSystemConfigs: "EFS is not mounted locally",
+  SnapStart: "SnapStart is not emulated (every environment starts cold)",
+  LoggingConfig: "logs go to the local log directory, one file per function",
+  KmsKeyArn: "environment variables are not encrypted locally",
+  CodeSigningConfigArn: "code signing is not checked locally",
+  RuntimeManagementConfig: "the local Node.js runs the code",
+  RecursiveLoop: "recursive loop detection is not emulated",
+};
+
+const GENERAL = new Set(["Architectures", "LoggingConfig"]);
+
 /** `AWS::Lambda::Function` (Node.js) → a local function definition for the function host. */
 export const materialiseFunction: ResourceMaterialiser = (id, r, s) => {
   const p = r.Properties ?? {};
@@ -83,6 +100,10 @@ export const materialiseFunction: ResourceMaterialiser = (id, r, s) => {
   const { codeFile, exportName } = handlerModule(codeDirectory(id, r, s), handler);
   const env = environment(id, name, r, s);
   if (p.VpcConfig) s.note("VPC configuration is accepted and not emulated");
+  for (const [key, instead] of Object.entries(FUNCTION_PROPERTIES_INSTEAD))
+    if (p[key] !== undefined)
+      // Set on (nearly) every function: one note for all of them.
+      s.note(`${GENERAL.has(key) ? "functions" : name}: ${key} is not emulated; ${instead}`);
   if (p.Layers)
     s.report.unsupported.push({
       logicalId: id,
