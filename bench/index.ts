@@ -11,6 +11,18 @@ const onlyArg = process.argv.indexOf("--only");
 const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")) : undefined;
 const wanted = (key: string) => !only || only.has(key);
 
+// Cold start needs no emulators: measured first, on a machine not yet busy with DynamoDB Local.
+const coldStartRunsArg = process.argv.indexOf("--coldstart-runs");
+const coldStart = wanted("coldstart")
+  ? await (await import("./coldStart.ts")).runColdStartBench(
+      coldStartRunsArg > 0 ? Number(process.argv[coldStartRunsArg + 1]) : 7,
+    )
+  : undefined;
+if (only && [...only].every((k) => k === "coldstart")) {
+  console.log(`BENCH ${JSON.stringify({ coldStart })}`);
+  process.exit(0);
+}
+
 const emulators = await startEmulators();
 process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
@@ -47,6 +59,7 @@ try {
         }
       : {}),
     ...results,
+    ...(coldStart ? { coldStart } : {}),
   };
   console.log(`BENCH ${JSON.stringify(summary)}`);
 } finally {

@@ -99,7 +99,11 @@ export interface FunctionStats {
 /** Local ceiling of the init phase (module load), separate from the function timeout. */
 const INIT_TIMEOUT_MS = 120_000;
 
-const WORKER_URL = new URL("./functionWorker.ts", import.meta.url);
+/** The worker's module next to this one: `.ts` from the sources, `.js` in the built package. */
+const WORKER_URL = new URL(
+  `./functionWorker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`,
+  import.meta.url,
+);
 
 /**
  * Runs functions like Lambda does: each execution environment is a worker thread with the
