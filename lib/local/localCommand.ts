@@ -24,6 +24,8 @@ export const LOCAL_USAGE = `usage: reliable-consumers local [--app "<command>" |
   --log-dir <dir>     where each function's log file goes (default: a temporary directory)
   --quiet             do not stream function logs to the terminal`;
 
+const SHUTDOWN_BOUND_MS = 15_000;
+
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
@@ -162,7 +164,11 @@ export async function localCommand(argv: string[]): Promise<number> {
     log("local: stopping...");
     return 0;
   } finally {
-    await runtime?.stop();
-    await emulators.stop();
+    const stopped = (async () => {
+      await runtime?.stop();
+      await emulators.stop();
+    })();
+    // A hung invocation must not keep Ctrl-C from ending the run (the emulators die with this process).
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, SHUTDOWN_BOUND_MS).unref())]);
   }
 }

@@ -125,11 +125,16 @@ describe("examples/consumer-app from the packed tarball", () => {
   it("runs on `reliable-consumers local`: a message goes SQS → handler → DynamoDB, and its logs stream by name", async () => {
     const t0 = Date.now();
     let output = "";
-    local = spawn("npx", ["reliable-consumers", "local", "--app", "npx tsx bin/app.ts"], {
-      cwd: app,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    // The installed bin itself (not through npx), so that Ctrl-C (SIGINT) reaches it.
+    local = spawn(
+      join(app, "node_modules", ".bin", "reliable-consumers"),
+      ["local", "--app", "npx tsx bin/app.ts"],
+      {
+        cwd: app,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     local.stdout!.on("data", (d: Buffer) => (output += d.toString()));
     local.stderr!.on("data", (d: Buffer) => (output += d.toString()));
     const waitFor = async (pattern: RegExp, ms: number) => {
