@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -59,6 +59,8 @@ export function prebuiltHandlerDir(name: PrebuiltHandlerName): string {
     outfile: join(outdir, "index.mjs"),
   });
   bundledFromSource.set(name, outdir);
+  // Synth copies the asset into the cloud assembly; the bundle itself lives as long as this process.
+  process.once("exit", () => rmSync(outdir, { recursive: true, force: true }));
   return outdir;
 }
 

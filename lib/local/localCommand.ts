@@ -5,7 +5,7 @@
  * prints the endpoints, the resources and what is not emulated; streams each function's logs
  * with its name.
  */
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Writable } from "node:stream";
@@ -143,6 +143,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       // cdk's own error, as the app printed it.
       process.stderr.write(error.output || `${error.message}\n`);
       log("local: the app failed to synthesize (above); nothing was started.");
+      rmSync(workDir, { recursive: true, force: true });
       return 1;
     }
   }
@@ -170,5 +171,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     })();
     // A hung invocation must not keep Ctrl-C from ending the run (the emulators die with this process).
     await Promise.race([stopped, new Promise((r) => setTimeout(r, SHUTDOWN_BOUND_MS).unref())]);
+    // The synthesized assembly, and the logs unless --log-dir asked to keep them (they were streamed).
+    rmSync(values["log-dir"] ? join(workDir, "cdk.out") : workDir, { recursive: true, force: true });
   }
 }
