@@ -25,6 +25,9 @@ export default defineConfig({
   // Not Vite's default server conditions: their "module" picks the AWS SDK's bundler-only dist-es.
   ssr: { resolve: { conditions: [SOURCE_CONDITION, "node"] } },
   test: {
+    // Child processes of the tests (a synth of infra/app.ts, tsx scripts) resolve the package's own
+    // name to lib/ too.
+    env: { NODE_OPTIONS: `--conditions=${SOURCE_CONDITION}` },
     globalSetup: ["test/support/globalSetup.ts"],
     setupFiles: ["test/support/applyEmulatorEnv.ts"],
     pool: "forks",

@@ -27,7 +27,9 @@ const work = mkdtempSync(join(tmpdir(), "rc-consumer-app-"));
 const app = join(work, "consumer-app");
 const timings: Record<string, number> = {};
 // Node 24 from the repository's `node` devDependency, first on PATH for npm, npx and the app.
-const env = { ...process.env, PATH: `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}` };
+// No NODE_OPTIONS: the suite's source condition would point the app at lib/, which the tarball lacks.
+const { NODE_OPTIONS: _sourceCondition, ...parentEnv } = process.env;
+const env = { ...parentEnv, PATH: `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}` };
 
 function timed<T>(step: string, f: () => T): T {
   const t0 = Date.now();
