@@ -5,10 +5,29 @@ import { defineConfig } from "vitest/config";
  * environments and saturate both cores; beside other files they starve each other past their
  * timeouts. So they run in a second group, one file at a time, after everything else.
  */
-const HEAVY = ["test/chaos/scenarios.test.ts", "test/integration/localRuntimeMain.test.ts"];
+const HEAVY = [
+  "test/chaos/scenarios.test.ts",
+  "test/integration/localRuntimeMain.test.ts",
+  // packs, installs, synthesizes and runs the example app: minutes of CPU.
+  "test/package/consumerApp.test.ts",
+];
+
+/**
+ * Code and tests import the package by its own name (`reliable-consumers/sqs`); this condition
+ * resolves those imports to the TypeScript sources in lib/ (package.json `exports`), so tests run
+ * the current code with no build step. tsconfig.json (`customConditions`) and the tsx scripts
+ * (`NODE_OPTIONS=--conditions=...`) use the same condition; the built dist/ is tested from the
+ * packed tarball (test/package).
+ */
+const SOURCE_CONDITION = "reliable-consumers-source";
 
 export default defineConfig({
+  // Not Vite's default server conditions: their "module" picks the AWS SDK's bundler-only dist-es.
+  ssr: { resolve: { conditions: [SOURCE_CONDITION, "node"] } },
   test: {
+    // Child processes of the tests (a synth of infra/app.ts, tsx scripts) resolve the package's own
+    // name to lib/ too.
+    env: { NODE_OPTIONS: `--conditions=${SOURCE_CONDITION}` },
     globalSetup: ["test/support/globalSetup.ts"],
     setupFiles: ["test/support/applyEmulatorEnv.ts"],
     pool: "forks",

@@ -26,6 +26,18 @@ if (!["mock", "real", "both"].includes(kafkaArg))
   throw new Error(`--kafka takes mock, real or both, got ${kafkaArg}`);
 const substrates: KafkaSubstrate[] = kafkaArg === "both" ? ["mock", "real"] : [kafkaArg as KafkaSubstrate];
 
+// Cold start needs no emulators: measured first, on a machine not yet busy with DynamoDB Local.
+const coldStartRunsArg = process.argv.indexOf("--coldstart-runs");
+const coldStart = wanted("coldstart")
+  ? await (await import("./coldStart.ts")).runColdStartBench(
+      coldStartRunsArg > 0 ? Number(process.argv[coldStartRunsArg + 1]) : 7,
+    )
+  : undefined;
+if (only && [...only].every((k) => k === "coldstart")) {
+  console.log(`BENCH ${JSON.stringify({ coldStart })}`);
+  process.exit(0);
+}
+
 const emulators = await startEmulators({ kafka: "mock" });
 process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
@@ -93,6 +105,7 @@ try {
         }
       : {}),
     ...results,
+    ...(coldStart ? { coldStart } : {}),
   };
   console.log(`BENCH ${JSON.stringify(summary)}`);
 } finally {

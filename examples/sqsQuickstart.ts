@@ -1,8 +1,8 @@
 // The README's SQS example, verbatim; test/integration/examples.test.ts runs it against the emulators.
 import { DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { PermanentError } from "reliable-consumers";
+import { sqsConsumer } from "reliable-consumers/sqs";
 import { z } from "zod";
-import { PermanentError } from "../lib/core/errors.ts";
-import { sqsConsumer } from "../lib/middleware/sqsConsumer.ts";
 
 const Order = z.object({ orderId: z.string(), amountCents: z.number().int().positive() });
 const ddb = new DynamoDBClient({});

@@ -1,21 +1,17 @@
 import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
-import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
-import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
+import {
+  type BundlingOptions,
+  NodejsFunction,
+  type NodejsFunctionProps,
+} from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { LAMBDA_ENV } from "./env.ts";
-import {
-  assertEntryExists,
-  BUNDLING,
-  DEPS_LOCK_FILE,
-  FUNCTION_ARCHITECTURE,
-  FUNCTION_RUNTIME,
-  PROJECT_ROOT,
-} from "./functionDefaults.ts";
+import { assertEntryExists, BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
 import { type MskSchemaRegistry, mskSchemaRegistryConfig } from "./mskSchemaRegistry.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
@@ -46,17 +42,29 @@ export interface DedupWindowOwner {
   readonly windowEnvironment?: Readonly<Record<string, string>>;
 }
 
-export interface ConsumerFunctionProps {
-  /** Path of the handler file, e.g. `functions/order-consumer/handler.ts`. It must exist at synth. */
-  readonly entry: string;
-  /** The exported handler's name. @default "handler" */
-  readonly handler?: string;
+/** What makes a function a consumer, whoever built the function. */
+export interface ConsumerOptions {
   /**
    * The consumer's name: its dedup scope (as `CONSUMER_NAME`, so a replaced function keeps its keys)
    * and `POWERTOOLS_SERVICE_NAME`. Choose it once and keep it: stored dedup keys are scoped by it.
    * @default the construct id
    */
   readonly consumerName?: string;
+}
+
+/**
+ * A consumer's `NodejsFunction`: every `NodejsFunctionProps` prop (`projectRoot`,
+ * `depsLockFilePath`, `bundling`, `runtime`, `architecture`, ...) with NodejsFunction's own
+ * defaults, found from the user's app (the lock file above the working directory), and these
+ * defaults of the library where NodejsFunction has none: Node 24 on arm64, ESM, minified, source
+ * maps (`BUNDLING`, merged under `bundling`), a 30 s timeout, 512 MB, its own least-privilege role
+ * and log group.
+ */
+export interface ConsumerFunctionProps extends NodejsFunctionProps, ConsumerOptions {
+  /** Path of the handler file, e.g. `src/orderConsumer.ts`. It must exist at synth. */
+  readonly entry: string;
+  /** The exported handler's name. @default "handler" */
+  readonly handler?: string;
   /**
    * The function timeout (1 s–15 min). An SQS trigger's queue must allow for it (6 × this +
    * batching window, unless the queue is sized for the visibility heartbeat).
@@ -65,36 +73,31 @@ export interface ConsumerFunctionProps {
   readonly timeout?: Duration;
   /** Memory in MiB (128–10,240). @default 512 */
   readonly memorySize?: number;
+  /** @default FUNCTION_RUNTIME (Node.js 24) */
+  readonly runtime?: lambda.Runtime;
+  /** @default FUNCTION_ARCHITECTURE (arm64) */
+  readonly architecture?: lambda.Architecture;
+  /** Merged over the library's `BUNDLING` (ESM, minified, source maps, the SDK bundled). @default BUNDLING */
+  readonly bundling?: BundlingOptions;
   /** The Powertools metrics namespace (`POWERTOOLS_METRICS_NAMESPACE`). @default "ReliableConsumers" */
   readonly metricsNamespace?: string;
-  /** More environment variables (they override the construct's own). @default - none */
-  readonly environment?: Record<string, string>;
   /**
-   * Run in a VPC: needed to reach MSK brokers, and what AWS Control Tower's CT.LAMBDA.PR.3 asks of
-   * every function. The VPC must reach what the function calls (DynamoDB, SQS, …: NAT or endpoints).
-   * @default - no VPC
-   */
-  readonly vpc?: ec2.IVpc;
-  /** Subnets in `vpc`. @default - the VPC's private subnets */
-  readonly vpcSubnets?: ec2.SubnetSelection;
-  /** Security groups in `vpc`. @default - a new group allowing all outbound traffic */
-  readonly securityGroups?: ec2.ISecurityGroup[];
-  /**
-   * Retention of the function's log group. AWS Control Tower's CT.CLOUDWATCH.PR.2 asks for at least
-   * `RetentionDays.ONE_YEAR`. @default logs.RetentionDays.ONE_MONTH
+   * Retention of the log group the construct creates (unless `logGroup` is given). AWS Control
+   * Tower's CT.CLOUDWATCH.PR.2 asks for at least `RetentionDays.ONE_YEAR`.
+   * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * A KMS key for the function's log group (AWS Control Tower's CT.CLOUDWATCH.PR.3). A key defined
-   * in the same app is granted to the CloudWatch Logs service principal of the stack's region; for
-   * an imported key, its key policy must allow `logs.<region>.amazonaws.com`.
+   * A KMS key for the log group the construct creates (AWS Control Tower's CT.CLOUDWATCH.PR.3). A
+   * key defined in the same app is granted to the CloudWatch Logs service principal of the stack's
+   * region; for an imported key, its key policy must allow `logs.<region>.amazonaws.com`.
    * @default - CloudWatch Logs' own encryption at rest
    */
   readonly logEncryptionKey?: kms.IKey;
-  /** Reserved concurrency (0 stops the function; at most the account's unreserved quota). @default - unreserved */
-  readonly reservedConcurrentExecutions?: number;
-  /** The function's description. @default - none */
-  readonly description?: string;
+  /** @default - a role of its own: no managed policies, logs scoped to its log group */
+  readonly role?: iam.IRole;
+  /** @default - a log group of its own, with `logRetention` */
+  readonly logGroup?: logs.ILogGroup;
 }
 
 export interface SqsTriggerOptions {
@@ -154,79 +157,29 @@ interface TriggerPath {
 const DEFAULT_TIMEOUT = Duration.seconds(30);
 
 /**
- * A message consumer: a `NodejsFunction` (esbuild, Node 24, arm64, ESM, minified, source maps) with
- * its own least-privilege role and log group, and trigger methods that encode the library's rules:
+ * A consumer: a Lambda function with trigger methods that encode the library's rules:
  * ReportBatchItemFailures always on, the SQS visibility rule checked, the dedup window checked
- * against every trigger's retry path.
+ * against every trigger's retry path. `ConsumerFunction` builds the function from an entry;
+ * `ConsumerFunction.fromFunction` applies the same rules to a function built any other way, and
+ * `PrebuiltFunction` deploys the library's own handlers.
  */
-export class ConsumerFunction extends Construct {
-  readonly function: NodejsFunction;
-  readonly role: iam.Role;
-  readonly logGroup: logs.LogGroup;
-  readonly consumerName: string;
-  readonly timeout: Duration;
+export abstract class ConsumerFunctionBase extends Construct {
+  abstract readonly function: lambda.Function;
+  abstract readonly consumerName: string;
+  /** The function's timeout, which the visibility rule is checked against. */
+  abstract readonly timeout: Duration;
   private readonly triggerPaths: TriggerPath[] = [];
   private networkingGranted = false;
   private readonly wildcardReasons: string[] = [];
-  private readonly inVpc: boolean;
 
-  constructor(scope: Construct, id: string, props: ConsumerFunctionProps) {
+  constructor(scope: Construct, id: string) {
     super(scope, id);
-    assertEntryExists(props.entry, this.node.path);
-    this.consumerName = props.consumerName ?? id;
-    this.timeout = props.timeout ?? DEFAULT_TIMEOUT;
-    this.inVpc = props.vpc !== undefined;
-
-    this.logGroup = new logs.LogGroup(this, "Logs", {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-      removalPolicy: RemovalPolicy.DESTROY,
-      ...(props.logEncryptionKey ? { encryptionKey: props.logEncryptionKey } : {}),
-    });
-    // CloudWatch Logs encrypts with the key as its regional service principal (no-op for an imported key).
-    props.logEncryptionKey?.grantEncryptDecrypt(
-      new iam.ServicePrincipal(`logs.${Stack.of(this).region}.amazonaws.com`),
-    );
-    // An explicit role: no AWS managed policies, logs scoped to this function's log group.
-    this.role = new iam.Role(this, "Role", {
-      assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
-      description: `Execution role of ${this.consumerName}`,
-    });
-    this.logGroup.grantWrite(this.role);
-
-    this.function = new NodejsFunction(this, "Function", {
-      entry: props.entry,
-      handler: props.handler ?? "handler",
-      runtime: FUNCTION_RUNTIME,
-      architecture: FUNCTION_ARCHITECTURE,
-      timeout: this.timeout,
-      memorySize: props.memorySize ?? 512,
-      role: this.role,
-      logGroup: this.logGroup,
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: DEPS_LOCK_FILE,
-      bundling: BUNDLING,
-      ...(props.description ? { description: props.description } : {}),
-      ...(props.reservedConcurrentExecutions !== undefined
-        ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions }
-        : {}),
-      ...(props.vpc
-        ? {
-            vpc: props.vpc,
-            ...(props.vpcSubnets ? { vpcSubnets: props.vpcSubnets } : {}),
-            ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
-          }
-        : {}),
-      environment: {
-        NODE_OPTIONS: "--enable-source-maps",
-        [LAMBDA_ENV.powertoolsServiceName]: this.consumerName,
-        [LAMBDA_ENV.consumerName]: this.consumerName,
-        [LAMBDA_ENV.powertoolsMetricsNamespace]: props.metricsNamespace ?? "ReliableConsumers",
-        ...props.environment,
-      },
-    });
-    if (this.inVpc) this.grantNetworking();
-    // Every Kafka mapping of this function, also one added by hand with `function.addEventSource`.
+    // Every Kafka mapping of this consumer, also one added by hand with `addEventSource`.
     this.node.addValidation({ validate: () => this.validateKafkaMappings() });
+  }
+
+  private get inVpc(): boolean {
+    return this.function.isBoundToVpc;
   }
 
   addEnvironment(name: string, value: string): this {
@@ -420,7 +373,7 @@ export class ConsumerFunction extends Construct {
    */
   acknowledgeWildcardResource(reason: string): void {
     this.wildcardReasons.push(reason);
-    Validations.of(this.role).acknowledge({
+    Validations.of(this.function.role ?? this.function).acknowledge({
       id: "AwsSolutions-IAM5[Resource::*]",
       reason: `Resource * only for actions without resource-level permissions. ${this.wildcardReasons.join(" ")}`,
     });
@@ -461,10 +414,10 @@ export class ConsumerFunction extends Construct {
   }
 
   /** The ENI permissions Lambda needs in a VPC and for an MSK event source mapping's pollers. */
-  private grantNetworking(): void {
+  protected grantNetworking(): void {
     if (this.networkingGranted) return;
     this.networkingGranted = true;
-    this.role.addToPolicy(
+    this.function.addToRolePolicy(
       new iam.PolicyStatement({
         actions: [
           "ec2:CreateNetworkInterface",
@@ -485,4 +438,139 @@ export class ConsumerFunction extends Construct {
         "AWSLambdaMSKExecutionRole).",
     );
   }
+}
+
+/** A function built some other way, under the consumer rules (see `ConsumerFunction.fromFunction`). */
+class WrappedConsumerFunction extends ConsumerFunctionBase {
+  readonly function: lambda.Function;
+  readonly consumerName: string;
+  readonly timeout: Duration;
+
+  constructor(scope: Construct, id: string, fn: lambda.Function, options: ConsumerOptions) {
+    super(scope, id);
+    this.function = fn;
+    this.consumerName = options.consumerName ?? id;
+    // Lambda's own default when the function sets none.
+    this.timeout = fn.timeout ?? Duration.seconds(3);
+  }
+}
+
+/**
+ * A message consumer: a `NodejsFunction` (esbuild, Node 24, arm64, ESM, minified, source maps) with
+ * its own least-privilege role and log group, and the trigger methods of `ConsumerFunctionBase`.
+ */
+export class ConsumerFunction extends ConsumerFunctionBase {
+  /**
+   * The consumer rules and trigger methods for a function built another way (a `lambda.Function`,
+   * a `NodejsFunction` of your own, ...): `addSqsTrigger` checks the visibility rule against its
+   * timeout, `useDedupWindow` the dedup window against its triggers' retry paths. Its role,
+   * bundling and log group stay yours.
+   */
+  static fromFunction(
+    scope: Construct,
+    id: string,
+    fn: lambda.Function,
+    options: ConsumerOptions = {},
+  ): ConsumerFunctionBase {
+    return new WrappedConsumerFunction(scope, id, fn, options);
+  }
+
+  readonly function: NodejsFunction;
+  readonly role: iam.IRole;
+  readonly logGroup: logs.ILogGroup;
+  readonly consumerName: string;
+  readonly timeout: Duration;
+
+  constructor(scope: Construct, id: string, props: ConsumerFunctionProps) {
+    super(scope, id);
+    assertEntryExists(props.entry, this.node.path);
+    this.consumerName = props.consumerName ?? id;
+    this.timeout = props.timeout ?? DEFAULT_TIMEOUT;
+    const {
+      consumerName,
+      metricsNamespace,
+      logRetention,
+      logEncryptionKey,
+      environment,
+      bundling,
+      ...functionProps
+    } = props;
+
+    this.logGroup =
+      props.logGroup ??
+      new logs.LogGroup(this, "Logs", {
+        retention: logRetention ?? logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+        ...(logEncryptionKey ? { encryptionKey: logEncryptionKey } : {}),
+      });
+    // CloudWatch Logs encrypts with the key as its regional service principal (no-op for an imported key).
+    logEncryptionKey?.grantEncryptDecrypt(
+      new iam.ServicePrincipal(`logs.${Stack.of(this).region}.amazonaws.com`),
+    );
+    // An explicit role: no AWS managed policies, logs scoped to this function's log group.
+    this.role =
+      props.role ??
+      new iam.Role(this, "Role", {
+        assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+        description: `Execution role of ${this.consumerName}`,
+      });
+    this.logGroup.grantWrite(this.role);
+
+    this.function = bundled(
+      props.entry,
+      this.node.path,
+      () =>
+        new NodejsFunction(this, "Function", {
+          ...functionProps,
+          handler: props.handler ?? "handler",
+          runtime: props.runtime ?? FUNCTION_RUNTIME,
+          architecture: props.architecture ?? FUNCTION_ARCHITECTURE,
+          timeout: this.timeout,
+          memorySize: props.memorySize ?? 512,
+          role: this.role,
+          logGroup: this.logGroup,
+          // projectRoot and depsLockFilePath: NodejsFunction's defaults (the user's lock file) unless given.
+          bundling: { ...BUNDLING, ...bundling },
+          environment: consumerEnvironment(this.consumerName, metricsNamespace, environment),
+        }),
+    );
+    if (props.vpc) this.grantNetworking();
+  }
+}
+
+/** A handler that esbuild could not bundle: names the entry and the construct, with esbuild's error. */
+export class ConsumerBundlingError extends Error {
+  override readonly name = "ConsumerBundlingError";
+}
+
+/**
+ * NodejsFunction bundles while it is constructed and fails with the asset's path only; this names
+ * the entry too. esbuild's own messages (the file, line and what it could not resolve) are on
+ * stderr above, and in the cause.
+ */
+function bundled<T>(entry: string, path: string, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    const message = (error as Error).message ?? String(error);
+    if (!/bundl/i.test(message)) throw error;
+    throw new ConsumerBundlingError(`${path}: esbuild could not bundle the handler ${entry}: ${message}`, {
+      cause: error,
+    });
+  }
+}
+
+/** The variables every consumer gets: source maps on, the Powertools service name and namespace. */
+export function consumerEnvironment(
+  consumerName: string,
+  metricsNamespace = "ReliableConsumers",
+  environment: Readonly<Record<string, string>> = {},
+): Record<string, string> {
+  return {
+    NODE_OPTIONS: "--enable-source-maps",
+    [LAMBDA_ENV.powertoolsServiceName]: consumerName,
+    [LAMBDA_ENV.consumerName]: consumerName,
+    [LAMBDA_ENV.powertoolsMetricsNamespace]: metricsNamespace,
+    ...environment,
+  };
 }

@@ -6,7 +6,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import * as sns from "aws-cdk-lib/aws-sns";
 import { Construct } from "constructs";
 import { METRIC } from "../observability/telemetry.ts";
-import type { ConsumerFunction } from "./consumerFunction.ts";
+import type { ConsumerFunctionBase } from "./consumerFunction.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 
 export interface ConsumerMonitoringProps {
@@ -142,7 +142,7 @@ export class ConsumerMonitoring extends Construct {
   }
 
   /** Errors and throttles of a function, and the rate of duplicates it dropped. */
-  monitorFunction(consumer: ConsumerFunction): void {
+  monitorFunction(consumer: ConsumerFunctionBase): void {
     const name = consumer.consumerName;
     const fn = consumer.function;
     const errors = fn.metricErrors({ period: Duration.minutes(1), statistic: "Sum" });
@@ -192,7 +192,7 @@ export class ConsumerMonitoring extends Construct {
   }
 
   /** Kafka consumer lag (Lambda's OffsetLag for MSK event sources), in records (≥ 1). @default maxLag 10,000 */
-  monitorKafkaLag(consumer: ConsumerFunction, maxLag = 10_000): void {
+  monitorKafkaLag(consumer: ConsumerFunctionBase, maxLag = 10_000): void {
     const name = consumer.consumerName;
     const lag = new cloudwatch.Metric({
       namespace: "AWS/Lambda",

@@ -9,6 +9,7 @@ import {
   DEDUP_TABLE_ACTIONS,
   DEDUP_TTL_ATTRIBUTE,
 } from "../dedup/schema.ts";
+import type { ConsumerFunctionBase } from "./consumerFunction.ts";
 import { LAMBDA_ENV } from "./env.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
@@ -75,10 +76,23 @@ export class DedupTable extends Construct {
 
   /**
    * Declares a way messages reach a consumer of this table. Evaluated at synth, so triggers added
-   * later still count. Prefer `ConsumerFunction.useDedupTable`, which declares its triggers' paths.
+   * later still count. Prefer `addConsumer` (or `ConsumerFunction.useDedupWindow`), which declares its triggers' paths.
    */
   addRetryPath(path: () => RetryPath): void {
     this.retryPaths.push(path);
+  }
+
+  /**
+   * A consumer that deduplicates on this table: grants the dedup store's operations, exports
+   * `DEDUP_TABLE_NAME` and `DEDUP_WINDOW_SECONDS`, and checks this table's window against the
+   * consumer's retry paths at synth (triggers added later count too).
+   */
+  addConsumer(consumer: ConsumerFunctionBase): void {
+    this.grantDedup(consumer.function);
+    consumer
+      .addEnvironment(LAMBDA_ENV.dedupTableName, this.tableName)
+      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.window.toSeconds()))
+      .useDedupWindow(this);
   }
 
   /** Exactly the dedup store's operations (`DEDUP_TABLE_ACTIONS`), on this table only. */

@@ -4,9 +4,11 @@ import { fileURLToPath } from "node:url";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { type BundlingOptions, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 
-/** The repository root (holds package.json and package-lock.json). */
+/**
+ * This package's root (in this repository: the repository root, where the reference service's
+ * handlers are). Not a default of `ConsumerFunction`: NodejsFunction finds the user's project.
+ */
 export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const DEPS_LOCK_FILE = join(PROJECT_ROOT, "package-lock.json");
 
 export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
 export const FUNCTION_ARCHITECTURE = lambda.Architecture.ARM_64;
@@ -14,7 +16,8 @@ export const FUNCTION_ARCHITECTURE = lambda.Architecture.ARM_64;
 /**
  * esbuild options for every function: ESM, minified, with source maps (and
  * `NODE_OPTIONS=--enable-source-maps`, set by `ConsumerFunction`). The AWS SDK is bundled, not
- * taken from the runtime: the code runs the SDK versions pinned in package-lock.json.
+ * taken from the runtime: the code runs the SDK versions of the app's lock file. `ConsumerFunction`
+ * merges its `bundling` prop over these.
  */
 export const BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,

@@ -1,9 +1,8 @@
-import { join } from "node:path";
 import { CustomResource, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as msk from "aws-cdk-lib/aws-msk";
 import { Construct } from "constructs";
-import { ConsumerFunction } from "./consumerFunction.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
+import { PrebuiltFunction } from "./prebuiltFunction.ts";
 import { type KafkaTopicSpec, ladderTopics, type RetryLadderDeclaration } from "./retryLadder.ts";
 
 /** Topic configs MSK Serverless lets a client set; others (e.g. `min.insync.replicas`) are fixed there. */
@@ -50,7 +49,7 @@ export function encodeTopicConfigs(configs: Readonly<Record<string, string>>): s
 export class KafkaTopics extends Construct {
   readonly topics: readonly KafkaTopicSpec[];
   readonly resources: Array<msk.CfnTopic | CustomResource> = [];
-  adminFunction?: ConsumerFunction;
+  adminFunction?: PrebuiltFunction;
 
   constructor(scope: Construct, id: string, props: KafkaTopicsProps) {
     super(scope, id);
@@ -73,8 +72,8 @@ export class KafkaTopics extends Construct {
       return;
     }
 
-    const admin = new ConsumerFunction(this, "Admin", {
-      entry: join(import.meta.dirname, "..", "handlers", "kafkaTopics", "handler.ts"),
+    const admin = new PrebuiltFunction(this, "Admin", {
+      prebuilt: "kafkaTopics",
       consumerName: "kafka-topics-admin",
       description: "Creates and updates Kafka topics on MSK Serverless (custom resource)",
       timeout: Duration.minutes(5),

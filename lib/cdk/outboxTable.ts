@@ -17,8 +17,9 @@ import {
   OUTBOX_STREAM_FILTER_PATTERN,
   OUTBOX_TTL_ATTRIBUTE,
 } from "../outbox/schema.ts";
-import type { ConsumerFunction, DedupWindowOwner } from "./consumerFunction.ts";
+import { ConsumerFunctionBase, type DedupWindowOwner } from "./consumerFunction.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
+import { PrebuiltFunction, type PrebuiltFunctionProps } from "./prebuiltFunction.ts";
 import { checkRelayParallelization, dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface OutboxTableProps {
@@ -55,6 +56,9 @@ export interface RelayOptions {
   readonly onFailureQueue?: sqs.IQueue;
 }
 
+/** The prebuilt relay's or sweeper's function settings (VPC, memory, timeout, environment...). */
+export type PrebuiltOptions = Omit<PrebuiltFunctionProps, "prebuilt">;
+
 export interface SweeperOptions {
   /** How often the sweeper runs (a rate of at least 1 minute). @default events.Schedule.rate(Duration.minutes(1)) */
   readonly schedule?: events.Schedule;
@@ -71,6 +75,14 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
   /** The inbox markers' TTL, written by the library (`OUTBOX_DEFAULTS.inboxWindowSeconds`). */
   readonly window: Duration = Duration.seconds(OUTBOX_DEFAULTS.inboxWindowSeconds);
   relayFailures?: sqs.IQueue;
+  /** The relay's function, once `addRelay` ran. */
+  relay?: ConsumerFunctionBase;
+  /** The relay's stream mapping, once `addRelay` ran. */
+  relaySource?: DynamoEventSource;
+  /** The sweeper's function, once `addSweeper` ran. */
+  sweeper?: ConsumerFunctionBase;
+  /** The sweeper's schedule, once `addSweeper` ran. */
+  sweeperSchedule?: events.Rule;
   private readonly retryPaths: Array<() => RetryPath> = [];
 
   constructor(scope: Construct, id: string, props: OutboxTableProps = {}) {
@@ -121,13 +133,31 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
   }
 
   /** A consumer that writes through the app table: grants, `APP_TABLE_NAME`, inbox window check. */
-  addWriter(fn: ConsumerFunction): void {
+  addWriter(fn: ConsumerFunctionBase): void {
     this.grantUnitOfWork(fn.function);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
     fn.useDedupWindow(this);
   }
 
-  addRelay(fn: ConsumerFunction, options: RelayOptions = {}): DynamoEventSource {
+  /**
+   * The relay on this table's stream. With no function, the library's prebuilt relay
+   * (`PrebuiltFunction`, settings in `prebuilt`); or pass your own. Returns the relay's function:
+   * grant it what its destinations need (`queue.grantSendMessages(relay.function)`, `produceTo`).
+   */
+  addRelay(
+    fnOrOptions?: ConsumerFunctionBase | (RelayOptions & { readonly prebuilt?: PrebuiltOptions }),
+    relayOptions?: RelayOptions,
+  ): ConsumerFunctionBase {
+    const own = fnOrOptions instanceof ConsumerFunctionBase;
+    const options = (own ? relayOptions : fnOrOptions) ?? {};
+    const fn = own
+      ? fnOrOptions
+      : new PrebuiltFunction(this, "Relay", {
+          consumerName: "outbox-relay",
+          description: "Publishes outbox events from the table's stream (reliable-consumers prebuilt relay)",
+          ...(options as { prebuilt?: PrebuiltOptions }).prebuilt,
+          prebuilt: "outboxRelay",
+        });
     const onFailure =
       options.onFailureQueue ??
       new sqs.Queue(this, "RelayFailures", {
@@ -153,6 +183,7 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     const factor = options.parallelizationFactor ?? 1;
     if (!Token.isUnresolved(factor)) checkRelayParallelization(fn.node.path, factor);
     this.relayFailures = onFailure;
+    this.relay = fn;
     const source = new DynamoEventSource(this.table, {
       startingPosition: lambda.StartingPosition.TRIM_HORIZON,
       batchSize: options.batchSize ?? 100,
@@ -172,14 +203,35 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     );
     this.grantActions(fn.function, OUTBOX_IAM_ACTIONS.relay, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
-    return source;
+    this.relaySource = source;
+    return fn;
   }
 
-  addSweeper(fn: ConsumerFunction, options: SweeperOptions = {}): events.Rule {
+  /**
+   * The sweeper on a schedule. With no function, the library's prebuilt sweeper; or pass your own.
+   * Returns the sweeper's function (grant it what its destinations need, as for the relay).
+   */
+  addSweeper(
+    fnOrOptions?: ConsumerFunctionBase | (SweeperOptions & { readonly prebuilt?: PrebuiltOptions }),
+    sweeperOptions?: SweeperOptions,
+  ): ConsumerFunctionBase {
+    const own = fnOrOptions instanceof ConsumerFunctionBase;
+    const options = (own ? sweeperOptions : fnOrOptions) ?? {};
+    const fn = own
+      ? fnOrOptions
+      : new PrebuiltFunction(this, "Sweeper", {
+          consumerName: "outbox-sweeper",
+          description:
+            "Republishes outbox events the relay has not published (reliable-consumers prebuilt sweeper)",
+          ...(options as { prebuilt?: PrebuiltOptions }).prebuilt,
+          prebuilt: "outboxSweeper",
+        });
+    this.sweeper = fn;
     const rule = new events.Rule(this, "SweeperSchedule", {
       description: "Republishes outbox events the relay has not published",
       schedule: options.schedule ?? events.Schedule.rate(Duration.minutes(1)),
     });
+    this.sweeperSchedule = rule;
     rule.addTarget(
       new targets.LambdaFunction(fn.function, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
     );
@@ -189,7 +241,7 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     this.grantActions(fn.function, reads, [this.pendingIndexArn, this.table.tableArn]);
     this.grantActions(fn.function, writes, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
-    return rule;
+    return fn;
   }
 
   private grantActions(

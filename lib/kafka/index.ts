@@ -1,4 +1,10 @@
 /** The Kafka (MSK) side of the library. See docs/kafka.md. */
+
+export {
+  type KafkaConsumerConfig,
+  kafkaBatchMiddleware,
+  kafkaConsumer,
+} from "../middleware/kafkaConsumer.ts";
 export {
   DEFAULT_RETRY,
   type KafkaConnectionConfig,

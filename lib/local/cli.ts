@@ -1,29 +1,47 @@
+#!/usr/bin/env node
 /**
- * `npm run emulators [-- --kafka real]`: starts DynamoDB Local, fauxqs and Kafka (the librdkafka
- * mock by default, a real single Apache Kafka broker with `--kafka real`); Ctrl-C stops them.
+ * `npx reliable-consumers <command>`:
+ *   local      run your CDK app on the embedded emulators until Ctrl-C (see localCommand.ts)
+ *   emulators  start DynamoDB Local, fauxqs and the Kafka mock, print their endpoints
+ *   dlq        inspect, replay and redrive dead letters (see lib/dlq/cli.ts)
  */
-import { kafkaSubstrateFromArgs, startEmulators } from "./emulators.ts";
+import { main as dlqMain } from "../dlq/cli.ts";
+import { disconnectAllKafkaProducers } from "../kafka/producer.ts";
+import { MissingPrerequisiteError } from "./childProcess.ts";
+import { emulatorsCommand } from "./emulatorsCommand.ts";
+import { LOCAL_USAGE, localCommand } from "./localCommand.ts";
 
-const t0 = performance.now();
-const emulators = await startEmulators({ kafka: kafkaSubstrateFromArgs(process.argv.slice(2)) });
-const ms = Math.round(performance.now() - t0);
-console.log(`emulators up in ${ms} ms (all on 127.0.0.1)`);
-console.log(`  DynamoDB + Streams  ${emulators.dynamodb.endpoint}`);
-console.log(`  SQS (fauxqs)        ${emulators.sqs.endpoint}`);
-console.log(
-  `  ${emulators.kafka.substrate === "real" ? "Kafka brokers     " : "Kafka mock brokers"}  ${emulators.kafka.brokers.join(",")}`,
-);
-console.log("\nexport these to point AWS SDK v3 clients and kafkajs at them:");
-for (const [k, v] of Object.entries(emulators.env)) console.log(`export ${k}=${v}`);
-console.log("\nCtrl-C stops everything.");
+const USAGE = `usage: reliable-consumers <command> [options]
+  local      run your CDK app on the embedded emulators (DynamoDB Local, fauxqs, a Kafka mock) until Ctrl-C
+  emulators  start the emulators and print their endpoints (--kafka real: an Apache Kafka broker, not the mock)
+  dlq        inspect, replay and redrive dead letters (reliable-consumers dlq --help)
 
-const keepAlive = setInterval(() => {}, 1 << 30);
-const shutdown = async () => {
-  clearInterval(keepAlive);
-  await emulators.stop();
-  process.exit(0);
+${LOCAL_USAGE}`;
+
+const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = {
+  local: localCommand,
+  emulators: (argv) => emulatorsCommand(argv),
+  dlq: async (argv) => {
+    try {
+      return await dlqMain(argv);
+    } finally {
+      await disconnectAllKafkaProducers();
+    }
+  },
 };
-process.removeAllListeners("SIGINT");
-process.removeAllListeners("SIGTERM");
-process.once("SIGINT", shutdown);
-process.once("SIGTERM", shutdown);
+
+const [name, ...rest] = process.argv.slice(2);
+const command = name ? COMMANDS[name] : undefined;
+if (!command) {
+  console.error(USAGE);
+  process.exit(name === "--help" || name === "-h" ? 0 : 2);
+}
+command(rest).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    // A missing tool is one line with its install command; anything else keeps its stack.
+    const e = error as Error;
+    console.error(`${name}: ${e instanceof MissingPrerequisiteError ? e.message : (e.stack ?? String(e))}`);
+    process.exit(e instanceof MissingPrerequisiteError ? 3 : 1);
+  },
+);

