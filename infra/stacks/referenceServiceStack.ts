@@ -10,7 +10,6 @@ import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
 import { ConsumerMonitoring } from "../../lib/cdk/consumerMonitoring.ts";
 import { CreatedMskCluster } from "../../lib/cdk/createdMskCluster.ts";
 import { DedupTable } from "../../lib/cdk/dedupTable.ts";
-import { LAMBDA_ENV } from "../../lib/cdk/env.ts";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "../../lib/cdk/guardAcknowledgements.ts";
 import { KafkaTopics } from "../../lib/cdk/kafkaTopics.ts";
@@ -18,6 +17,7 @@ import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
 import { OutboxTable } from "../../lib/cdk/outboxTable.ts";
 import { QueueWithDlq, type QueueWithDlqProps } from "../../lib/cdk/queueWithDlq.ts";
 import type { RetryLadderDeclaration } from "../../lib/cdk/retryLadder.ts";
+import { LAMBDA_ENV } from "../../lib/env.ts";
 import type { InfraContext } from "../config.ts";
 
 /**

@@ -10,7 +10,7 @@ import {
 } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { LAMBDA_ENV } from "./env.ts";
+import { LAMBDA_ENV } from "../env.ts";
 import { assertEntryExists, BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
 import { type MskSchemaRegistry, mskSchemaRegistryConfig } from "./mskSchemaRegistry.ts";

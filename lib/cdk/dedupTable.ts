@@ -9,8 +9,8 @@ import {
   DEDUP_TABLE_ACTIONS,
   DEDUP_TTL_ATTRIBUTE,
 } from "../dedup/schema.ts";
+import { LAMBDA_ENV } from "../env.ts";
 import type { ConsumerFunctionBase } from "./consumerFunction.ts";
-import { LAMBDA_ENV } from "./env.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
 export interface DedupTableProps {

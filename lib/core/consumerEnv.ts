@@ -3,7 +3,7 @@
  * container: handlers are created at module load), and checked then, so a bad deployment fails at
  * init with the variable's name instead of inside the first batch.
  */
-import { LAMBDA_ENV } from "../cdk/env.ts";
+import { LAMBDA_ENV } from "../env.ts";
 import { ConsumerConfigError } from "./errors.ts";
 
 export interface ConsumerEnv {

@@ -5,7 +5,7 @@ import { describe, it } from "vitest";
 import { STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
 import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
 import { DedupTable } from "../../lib/cdk/dedupTable.ts";
-import { LAMBDA_ENV } from "../../lib/cdk/env.ts";
+import { LAMBDA_ENV } from "../../lib/env.ts";
 import { testApp } from "./synthHelpers.ts";
 
 describe("ConsumerFunction passes its consumer name to the code", () => {

@@ -3,10 +3,10 @@ import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
-import { LAMBDA_ENV } from "../../lib/cdk/env.ts";
 import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
 import { ladderRuntimeConfig } from "../../lib/cdk/retryLadder.ts";
 import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
+import { LAMBDA_ENV } from "../../lib/env.ts";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import {
   acknowledgements,

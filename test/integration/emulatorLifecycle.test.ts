@@ -5,11 +5,11 @@ import { describe, expect, it } from "vitest";
 
 const cli = fileURLToPath(new URL("../../lib/local/cli.ts", import.meta.url));
 
-/** `npm run emulators` in a child process; resolves with its emulator children once all three are up. */
+/** `reliable-consumers emulators` (`npm run emulators`) in a child process; resolves with its emulator children once all three are up. */
 async function startCli(
   args: string[] = [],
 ): Promise<{ cli: ChildProcess; children: number[]; output: string }> {
-  const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [cli, "emulators", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on("data", (d: Buffer) => {

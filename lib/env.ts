@@ -1,8 +1,9 @@
 /**
  * The environment variables the library and the reference functions read. The CDK constructs set
- * them; the code reads them. One list, so a rename breaks the typecheck instead of a deployment.
+ * them; the code reads them. One list, so a rename breaks the typecheck instead of a deployment. It
+ * sits outside lib/cdk so that a handler reads the names without importing any construct code.
  */
-import { OUTBOX_ENV } from "../outbox/schema.ts";
+import { OUTBOX_ENV } from "./outbox/schema.ts";
 
 export const LAMBDA_ENV = {
   dedupTableName: "DEDUP_TABLE_NAME",
