@@ -151,7 +151,11 @@ describe("examples/consumer-app from the packed tarball", () => {
     await waitFor(/local: ready/, 240_000);
     timings["local start"] = Date.now() - t0;
     const endpoint = (name: string) => new RegExp(`export ${name}=(\\S+)`).exec(output)![1]!;
-    const queueUrl = /^\s+(ConsumerApp-OrdersQueue\S*)\s+(http\S+)$/m.exec(output)?.[2];
+    // The queue that triggers the consumer, by its mapping (queue names are the construct's own).
+    const ordersQueue = /EventSourceMapping\s+SQS (\S+) → ConsumerApp-OrderConsumer/.exec(output)?.[1];
+    const queueUrl = ordersQueue
+      ? new RegExp(`^\\s+${ordersQueue}\\s+(http\\S+)$`, "m").exec(output)?.[1]
+      : undefined;
     const ordersTable = /^\s+(ConsumerApp-OrdersTable\S*)$/m.exec(output)?.[1];
     expect(queueUrl, output).toBeDefined();
     expect(ordersTable, output).toBeDefined();
