@@ -404,6 +404,8 @@ export async function relayGivesUp(
       client: new DynamoDBClient({ endpoint: ctx.endpoints.dynamodb, region: "us-east-1" }),
     });
     const topic = `${service.names.topic}-accounts`;
+    // A real broker creates no topic on first use (MSK's default).
+    await declareTopic(service, topic);
     const expected = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
     const write = async (v: number) =>

@@ -81,10 +81,20 @@ function decodeHeaders(h: KafkaMessage["headers"]): Record<string, string> {
 export async function readTopic(kafka: Kafka, topic: string, timeoutMs = 60_000): Promise<TopicRecord[]> {
   const admin = kafka.admin();
   await admin.connect();
-  let ends: Array<{ partition: number; high: string; low: string }>;
+  let ends: Array<{ partition: number; high: string; low: string }> = [];
   try {
-    await admin.fetchTopicMetadata({ topics: [topic] });
-    ends = await admin.fetchTopicOffsets(topic);
+    // Right after a broker returns (or a leader moves), a partition can briefly have no leader or a
+    // stale one: retriable errors are waited out, for up to 30 s.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.fetchTopicMetadata({ topics: [topic] });
+        ends = await admin.fetchTopicOffsets(topic);
+        break;
+      } catch (error) {
+        if (!(error as { retriable?: boolean }).retriable || attempt >= 30) throw error;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
   } finally {
     await admin.disconnect();
   }
