@@ -8,7 +8,7 @@ import { checkPipeline, type Expectation } from "./invariants.ts";
 import { createRng } from "./rng.ts";
 import { declareTopic, type ScenarioContext, type ScenarioResult, settle, withFaults } from "./scenarios.ts";
 import { readTopic } from "./storedState.ts";
-import { makeOrders } from "./workload.ts";
+import { makeOrders, writeAccountVersion } from "./workload.ts";
 
 /**
  * The scenarios only real brokers can show (the librdkafka mock has no replication): the cluster
@@ -248,39 +248,7 @@ export async function twoBrokersDown(
     const events = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
     for (let v = 1; v <= options.versions; v++) {
-      await Promise.all(
-        aggs.map(async (agg) => {
-          const r = await uow.run(
-            {
-              id: `${id}-${agg}-${v}`,
-              idSource: "business",
-              key: agg,
-              body: {},
-              raw: "{}",
-              headers: {},
-              attempt: 1,
-              source: {
-                kind: "sqs",
-                queueArn: "arn:aws:sqs:us-east-1:000000000000:chaos",
-                messageId: `${agg}-${v}`,
-              },
-            },
-            (tx) => {
-              events.set(
-                tx.publish({
-                  aggregateType: "account",
-                  aggregateId: agg,
-                  eventType: "Changed",
-                  payload: { agg, v },
-                  destination: `kafka:${accounts}`,
-                }),
-                { agg, v },
-              );
-            },
-          );
-          if (r.status !== "committed") throw new Error(`seeding ${agg}-${v}: ${r.status}`);
-        }),
-      );
+      await writeAccountVersion(uow, { topic: accounts, aggregates: aggs, v, into: events }, `${id}-`);
     }
     // The outage lasts a while: the relay and the ladder's consumers keep retrying and failing.
     await sleep(options.outageMs ?? 15_000);

@@ -23,7 +23,7 @@ import { createRng, type Rng } from "./rng.ts";
 import { injectSdkFaults } from "./sdkFaults.ts";
 import { readQueue, readTopic, scanTable } from "./storedState.ts";
 import { startTcpProxy, type TcpProxy } from "./tcpProxy.ts";
-import { makeOrders } from "./workload.ts";
+import { makeOrders, writeAccountVersion } from "./workload.ts";
 
 /** What every scenario reports; `details` explain any non-zero figure. */
 export interface ScenarioResult {
@@ -272,39 +272,7 @@ export async function relayLosesBroker(
     const expected = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
     for (let v = 1; v <= options.versions; v++) {
-      await Promise.all(
-        aggs.map(async (agg) => {
-          const r = await uow.run(
-            {
-              id: `${agg}-${v}`,
-              idSource: "business",
-              key: agg,
-              body: {},
-              raw: "{}",
-              headers: {},
-              attempt: 1,
-              source: {
-                kind: "sqs",
-                queueArn: "arn:aws:sqs:us-east-1:000000000000:chaos",
-                messageId: `${agg}-${v}`,
-              },
-            },
-            (tx) => {
-              expected.set(
-                tx.publish({
-                  aggregateType: "account",
-                  aggregateId: agg,
-                  eventType: "Changed",
-                  payload: { agg, v },
-                  destination: `kafka:${topic}`,
-                }),
-                { agg, v },
-              );
-            },
-          );
-          if (r.status !== "committed") throw new Error(`seeding ${agg}-${v}: ${r.status}`);
-        }),
-      );
+      await writeAccountVersion(uow, { topic, aggregates: aggs, v, into: expected });
     }
     // Settle: every event published (no pending marker left), then stop cutting and read the topic.
     const deadline = Date.now() + (ctx.settleTimeoutMs ?? 240_000);
@@ -408,40 +376,7 @@ export async function relayGivesUp(
     await declareTopic(service, topic);
     const expected = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
-    const write = async (v: number) =>
-      Promise.all(
-        aggs.map(async (agg) => {
-          const r = await uow.run(
-            {
-              id: `${agg}-${v}`,
-              idSource: "business",
-              key: agg,
-              body: {},
-              raw: "{}",
-              headers: {},
-              attempt: 1,
-              source: {
-                kind: "sqs",
-                queueArn: "arn:aws:sqs:us-east-1:000000000000:chaos",
-                messageId: `${agg}-${v}`,
-              },
-            },
-            (tx) => {
-              expected.set(
-                tx.publish({
-                  aggregateType: "account",
-                  aggregateId: agg,
-                  eventType: "Changed",
-                  payload: { agg, v },
-                  destination: `kafka:${topic}`,
-                }),
-                { agg, v },
-              );
-            },
-          );
-          if (r.status !== "committed") throw new Error(`seeding ${agg}-${v}: ${r.status}`);
-        }),
-      );
+    const write = (v: number) => writeAccountVersion(uow, { topic, aggregates: aggs, v, into: expected });
     const firstHalf = Math.ceil(options.versions / 2);
     for (const p of proxies) faults += p.down();
     faults++;

@@ -1,4 +1,5 @@
 import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
+import type { InboxOutbox } from "../lib/outbox/unitOfWork.ts";
 import { CHAOS_ID, type Expectation } from "./invariants.ts";
 import type { Rng } from "./rng.ts";
 
@@ -65,4 +66,56 @@ export function makeOrders(
     if (declined) poison++;
   }
   return { messages, expected, good: count - poison, poison };
+}
+
+/** An account event the order checks look for: its aggregate and version. */
+export interface AccountVersion {
+  readonly agg: string;
+  readonly v: number;
+}
+
+/**
+ * Version `v` of every account aggregate, one unit of work each, with one outbox event to `topic`;
+ * each event id is recorded in `into`, so a scenario can check every aggregate's order later.
+ * `idPrefix` keeps the inbox ids of one run apart from another's.
+ */
+export async function writeAccountVersion(
+  uow: InboxOutbox,
+  options: { topic: string; aggregates: readonly string[]; v: number; into: Map<string, AccountVersion> },
+  idPrefix = "",
+): Promise<void> {
+  const { topic, aggregates, v, into } = options;
+  await Promise.all(
+    aggregates.map(async (agg) => {
+      const r = await uow.run(
+        {
+          id: `${idPrefix}${agg}-${v}`,
+          idSource: "business",
+          key: agg,
+          body: {},
+          raw: "{}",
+          headers: {},
+          attempt: 1,
+          source: {
+            kind: "sqs",
+            queueArn: "arn:aws:sqs:us-east-1:000000000000:chaos",
+            messageId: `${agg}-${v}`,
+          },
+        },
+        (tx) => {
+          into.set(
+            tx.publish({
+              aggregateType: "account",
+              aggregateId: agg,
+              eventType: "Changed",
+              payload: { agg, v },
+              destination: `kafka:${topic}`,
+            }),
+            { agg, v },
+          );
+        },
+      );
+      if (r.status !== "committed") throw new Error(`seeding ${agg}-${v}: ${r.status}`);
+    }),
+  );
 }

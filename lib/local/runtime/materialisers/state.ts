@@ -59,19 +59,21 @@ export type ResourceMaterialiser = (
   state: MaterialiseState,
 ) => Promise<Materialised | undefined> | Materialised | undefined;
 
-export interface StateInputs {
-  readonly template: CfnTemplate;
-  readonly stackName: string;
-  readonly region: string;
-  readonly accountId: string;
-  readonly prefix: string;
-  readonly assetRoot: string | undefined;
-  readonly brokers: readonly string[];
-  readonly kafkaRewrites: Readonly<Record<string, string>>;
-  readonly sqs: SQSClient;
-  readonly ddb: DynamoDBClient;
-  readonly kafkaAdmin: () => Promise<Admin>;
-}
+/** What the caller gives; the rest of the state is made from it. */
+export type StateInputs = Pick<
+  MaterialiseState,
+  | "template"
+  | "stackName"
+  | "region"
+  | "accountId"
+  | "prefix"
+  | "assetRoot"
+  | "brokers"
+  | "kafkaRewrites"
+  | "sqs"
+  | "ddb"
+  | "kafkaAdmin"
+>;
 
 export function createState(inputs: StateInputs): MaterialiseState {
   const { template } = inputs;
