@@ -59,8 +59,11 @@ async function bundle(side: Side, outdir: string): Promise<{ file: string; meta:
     mainFields: [...(BUNDLING.mainFields ?? ["module", "main"])],
     external: [...(BUNDLING.externalModules ?? [])],
     ...(BUNDLING.banner ? { banner: { js: BUNDLING.banner } } : {}),
-    // Our package resolves to its sources in this repository (the same code as dist/).
-    conditions: ["reliable-consumers-source"],
+    // Our package resolves to its sources in this repository (the same code as dist/). esbuild
+    // drops its default `module` condition once conditions are given, and the AWS SDK's packages
+    // would then resolve to their CommonJS builds, which cannot be tree-shaken (140 kB more on each
+    // side): `module` is named again, as a user's ConsumerFunction (no custom conditions) has it.
+    conditions: ["reliable-consumers-source", "module"],
     metafile: true,
     logLevel: "silent",
   });

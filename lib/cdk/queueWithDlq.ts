@@ -47,7 +47,12 @@ export interface QueueWithDlqProps {
    * @default false
    */
   readonly visibilityHeartbeat?: boolean;
-  /** Receives before SQS moves a message to the DLQ (1–1000). @default 5 */
+  /**
+   * Receives before SQS moves a message to the DLQ (1–1000; FIFO ≥ 4). The consumer parks a failing
+   * record itself, with its context, after all of them on a standard queue and after half on FIFO,
+   * where the other half is the headroom of the records held back behind it in its group.
+   * @default 5 (standard), 10 (FIFO: 5 attempts and 5 of headroom)
+   */
   readonly maxReceiveCount?: number;
   /** How long the queue keeps a message (1 min–14 days). @default Duration.days(4) */
   readonly retentionPeriod?: Duration;
@@ -89,7 +94,7 @@ export class QueueWithDlq extends Construct {
   constructor(scope: Construct, id: string, props: QueueWithDlqProps) {
     super(scope, id);
     this.fifo = props.fifo ?? false;
-    this.maxReceiveCount = props.maxReceiveCount ?? 5;
+    this.maxReceiveCount = props.maxReceiveCount ?? (this.fifo ? 10 : 5);
     this.retentionPeriod = props.retentionPeriod ?? Duration.days(4);
     this.dlqRetentionPeriod = props.dlqRetentionPeriod ?? Duration.days(14);
     this.plannedReplay = props.plannedReplay ?? Duration.seconds(0);

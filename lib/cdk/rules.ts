@@ -19,6 +19,7 @@ export type ConsumerRuleCode =
   | "VisibilityTimeoutUnknown"
   | "HeartbeatVisibilityTooShort"
   | "MaxReceiveCountOutOfRange"
+  | "FifoReceiveHeadroomTooSmall"
   | "RetentionOutOfRange"
   | "DlqRetentionShorterThanQueue"
   | "SqsBatchSizeOutOfRange"
@@ -174,6 +175,12 @@ export function checkVisibilityTimeout(c: VisibilityCheck): void {
 export const SQS_RETENTION_SECONDS = { min: 60, max: 14 * 86_400 } as const;
 /** SQS's limit on a redrive policy's maxReceiveCount. */
 export const MAX_RECEIVE_COUNT = 1000;
+/**
+ * The fewest receives a FIFO queue of a consumer may allow: the consumer parks a failing record
+ * after half of them (`failureBudget`), so that the records held back behind it in its group keep
+ * the other half. Below 4, one side would get a single receive.
+ */
+export const MIN_FIFO_RECEIVE_COUNT = 4;
 
 export interface QueueCheck {
   readonly fifo: boolean;
@@ -194,6 +201,15 @@ export function checkQueueWithDlq(q: QueueCheck): void {
       throw new ConsumerRuleError(
         "MaxReceiveCountOutOfRange",
         `maxReceiveCount must be an integer from 1 to ${MAX_RECEIVE_COUNT}, got ${q.maxReceiveCount}`,
+        q.path,
+      );
+    }
+    if (q.fifo && q.maxReceiveCount < MIN_FIFO_RECEIVE_COUNT) {
+      throw new ConsumerRuleError(
+        "FifoReceiveHeadroomTooSmall",
+        `a FIFO queue needs maxReceiveCount ≥ ${MIN_FIFO_RECEIVE_COUNT}, got ${q.maxReceiveCount}: the ` +
+          "consumer parks a failing record after half its receives, so that the records held back " +
+          "behind it in its group keep the other half to run (a copy of them would break the group's order)",
         q.path,
       );
     }

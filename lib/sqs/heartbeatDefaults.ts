@@ -15,6 +15,11 @@
 export const HEARTBEAT_DEFAULTS = {
   /** The first extension is due this fraction of the visibility timeout after the batch starts. */
   visibilityFraction: 1 / 3,
+  /**
+   * The source queue (its URL and visibility timeout) is looked up once a batch has run this long
+   * (or a third of the remaining time, if sooner), and never for a shorter batch.
+   */
+  lookupAfterMs: 1_000,
   /** Never beat more often than this. */
   minAfterMs: 300,
   /** Never extend past the remaining Lambda time plus this (a dead invocation lets go soon). */

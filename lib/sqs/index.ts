@@ -22,4 +22,4 @@ export { createSqsClient } from "./sqsClient.ts";
 export { SQS_ENVELOPE_DEFAULTS, type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
 export { assertSqsEvent, parseQueueArn, type QueueRef } from "./sqsEvent.ts";
 export { changeVisibility, MAX_VISIBILITY_SECONDS, type VisibilityChange } from "./visibility.ts";
-export { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
+export { type HeartbeatOptions, type HeartbeatQueue, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";

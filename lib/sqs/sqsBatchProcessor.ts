@@ -135,7 +135,7 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
       const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
       // Bad input is parked right away, before anything waits for a slot.
       await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
-      heartbeat = await settle.startHeartbeat(records[0], {
+      heartbeat = settle.startHeartbeat(records[0], {
         dedup,
         context,
         started,

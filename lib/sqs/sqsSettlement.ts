@@ -6,7 +6,7 @@
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "../core/backoff.ts";
-import { atLastReceive, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
+import { atLastReceive, failureBudget, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
 import type { RecordPlan } from "../core/batchPlan.ts";
 import {
   classifyError,
@@ -21,6 +21,7 @@ import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
+import { parseQueueArn } from "./sqsEvent.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
@@ -103,15 +104,20 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
   }
 
   /**
-   * Permanent errors are parked at once. A failed record on its last allowed receive is parked by
-   * us, with its context (the queue's own redrive would move it without any). A healthy one (held
-   * elsewhere, held back) is never parked: it did not fail.
+   * Permanent errors are parked at once. A failed record that used up its receives (see
+   * `failureBudget`: all of them on a standard queue, half on FIFO) is parked by us, with its
+   * context (the queue's own redrive would move it without any). A healthy one (held elsewhere,
+   * held back) is never parked here: it did not fail.
    */
   async function fail(record: SQSRecord, error: unknown, retryAtMs?: number): Promise<RecordOutcome> {
     if (classifyError(error) === "permanent") return park(record, error);
     const attempt = receiveCount(record);
     const q = await queueOf(record.eventSourceARN);
-    if (!isHealthyUnfinished(error) && q?.maxReceiveCount !== undefined && attempt >= q.maxReceiveCount)
+    if (
+      !isHealthyUnfinished(error) &&
+      q?.maxReceiveCount !== undefined &&
+      attempt >= failureBudget(q.maxReceiveCount, parseQueueArn(record.eventSourceARN).fifo)
+    )
       return park(record, error);
     telemetry.count(
       error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures,
@@ -204,8 +210,11 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     }
   }
 
-  /** One heartbeat for the batch: every unfinished record has been invisible since the receive. */
-  async function startHeartbeat(
+  /**
+   * One heartbeat for the batch: every unfinished record has been invisible since the receive. The
+   * queue is looked up only when a beat is due, so a short batch makes no SQS call for it.
+   */
+  function startHeartbeat(
     first: SQSRecord | undefined,
     batch: {
       dedup: DedupStore | undefined;
@@ -213,21 +222,18 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
       started: number;
       options: HeartbeatOptions | false | undefined;
     },
-  ): Promise<VisibilityHeartbeat | undefined> {
+  ): VisibilityHeartbeat | undefined {
     if (batch.options === false || !first) return undefined;
-    const q = await queueOf(first.eventSourceARN);
-    if (!q) return undefined;
     const { context } = batch;
     return new VisibilityHeartbeat(
       {
         sqs,
-        queueUrl: q.url,
+        queue: () => queueOf(first.eventSourceARN),
         dedup: batch.dedup,
         remainingMs: () => context.getRemainingTimeInMillis(),
         receivedAtMs: batch.started,
         telemetry,
       },
-      q.visibilityTimeoutSeconds,
       batch.options,
     );
   }

@@ -21,6 +21,12 @@ export interface HeartbeatOptions {
   readonly marginSeconds?: number;
 }
 
+/** What the heartbeat needs of the source queue, looked up only when a beat is due. */
+export interface HeartbeatQueue {
+  readonly url: string;
+  readonly visibilityTimeoutSeconds: number;
+}
+
 interface Tracked {
   readonly id: string;
   readonly receiptHandle: string;
@@ -49,26 +55,33 @@ export class VisibilityHeartbeat {
   private visibleFromMs: number;
   /** The beat in flight, if any: its ChangeMessageVisibility calls must land before the batch's own. */
   private beating: Promise<void> | undefined;
-  private readonly afterMs: number;
-  private readonly extendSeconds: number;
+  private afterMs: number;
+  private extendSeconds: number | undefined;
   private readonly marginSeconds: number;
+  private readonly options: HeartbeatOptions;
+  /** The source queue: not looked up yet (undefined), found, or not found (null: no extensions). */
+  private queue: HeartbeatQueue | null | undefined;
   private readonly deps: {
     sqs: SQSClient;
-    queueUrl: string;
+    /** Looks the source queue up (GetQueueUrl, GetQueueAttributes); called once, on the first due beat. */
+    queue: () => Promise<HeartbeatQueue | undefined>;
     dedup: DedupStore | undefined;
     remainingMs: () => number;
     receivedAtMs: number;
     telemetry: Telemetry;
   };
 
-  constructor(
-    deps: VisibilityHeartbeat["deps"],
-    queueVisibilitySeconds: number,
-    options: HeartbeatOptions = {},
-  ) {
+  constructor(deps: VisibilityHeartbeat["deps"], options: HeartbeatOptions = {}) {
     this.deps = deps;
-    this.extendSeconds = options.extendSeconds ?? Math.max(queueVisibilitySeconds, 1);
-    this.afterMs = options.afterMs ?? defaultHeartbeatAfterMs(queueVisibilitySeconds);
+    this.options = options;
+    this.extendSeconds = options.extendSeconds;
+    // Until the queue is looked up, its visibility timeout is known to be at least the function
+    // timeout (Lambda refuses a trigger with less), and so at least the remaining time: a first beat
+    // planned from that, and no later than `lookupAfterMs`, comes no later than the real one. A
+    // batch that ends sooner (most do) never calls SQS for its queue at all.
+    this.afterMs =
+      options.afterMs ??
+      Math.min(HEARTBEAT_DEFAULTS.lookupAfterMs, defaultHeartbeatAfterMs(deps.remainingMs() / 1000));
     this.marginSeconds = options.marginSeconds ?? HEARTBEAT_DEFAULTS.marginSeconds;
     this.visibleFromMs = deps.receivedAtMs;
   }
@@ -132,7 +145,22 @@ export class VisibilityHeartbeat {
   private horizonSeconds(now: number): number {
     const byLambda = this.deps.remainingMs() / 1000 + this.marginSeconds;
     const bySqsCap = MAX_VISIBILITY_SECONDS - (now - this.deps.receivedAtMs) / 1000 - 1;
-    return Math.floor(Math.min(this.extendSeconds, byLambda, bySqsCap));
+    return Math.floor(Math.min(this.extendSeconds ?? Number.POSITIVE_INFINITY, byLambda, bySqsCap));
+  }
+
+  /** Looks the queue up once; the beat schedule then follows its real visibility timeout. */
+  private async knowQueue(): Promise<HeartbeatQueue | null> {
+    if (this.queue === undefined) {
+      this.queue = (await this.deps.queue()) ?? null;
+      if (this.queue) {
+        const visibility = this.queue.visibilityTimeoutSeconds;
+        this.afterMs = this.options.afterMs ?? defaultHeartbeatAfterMs(visibility);
+        this.extendSeconds = this.options.extendSeconds ?? Math.max(visibility, 1);
+      } else {
+        this.deps.telemetry.count(METRIC.heartbeatErrors);
+      }
+    }
+    return this.queue;
   }
 
   private beat(): Promise<void> {
@@ -146,19 +174,21 @@ export class VisibilityHeartbeat {
   private async extend(): Promise<void> {
     try {
       const now = Date.now();
+      const all = [...this.tracked.values()];
+      const due = () => now - this.visibleFromMs >= this.afterMs;
+      const queue = due() ? await this.knowQueue() : undefined;
+      // Due by the provisional schedule, maybe not by the queue's real visibility timeout.
+      const visibility = queue && due() ? all : [];
       const seconds = this.horizonSeconds(now);
       if (seconds <= 0) return;
-      const all = [...this.tracked.values()];
-      const visibilityDue = now - this.visibleFromMs >= this.afterMs;
-      const visibility = visibilityDue ? all : [];
       const renewals = all.filter((t) => t.lease && renewalDue(t.lease, t.leaseLengthMs, now));
       if (visibility.length === 0 && renewals.length === 0) return;
-      const { sqs, queueUrl, dedup, telemetry } = this.deps;
+      const { sqs, dedup, telemetry } = this.deps;
       const [failed] = await Promise.all([
-        visibility.length > 0
+        queue && visibility.length > 0
           ? changeVisibility(
               sqs,
-              queueUrl,
+              queue.url,
               visibility.map((t) => ({ id: t.id, receiptHandle: t.receiptHandle, seconds })),
             )
           : Promise.resolve([] as string[]),

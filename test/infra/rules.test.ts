@@ -189,6 +189,16 @@ describe("trigger limits", () => {
       "DlqRetentionShorterThanQueue",
     );
   });
+
+  it("FIFO queues keep headroom for the records held back behind a failing one (≥ 4 receives)", () => {
+    const fifo = { fifo: true, maxReceiveCount: 4, retentionSeconds: 4 * DAY, dlqRetentionSeconds: 4 * DAY };
+    expect(() => checkQueueWithDlq(fifo)).not.toThrow();
+    expect(ruleCodeOf(() => checkQueueWithDlq({ ...fifo, maxReceiveCount: 3 }))).toBe(
+      "FifoReceiveHeadroomTooSmall",
+    );
+    // A standard queue re-sends healthy records instead, so it needs no headroom.
+    expect(() => checkQueueWithDlq({ ...fifo, fifo: false, maxReceiveCount: 1 })).not.toThrow();
+  });
 });
 
 describe("Kafka mappings (the library decides each record's fate)", () => {

@@ -4,8 +4,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { TransientError } from "../../lib/core/errors.ts";
 import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
 import { createIdempotency } from "../../lib/dedup/idempotency.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
@@ -197,6 +198,40 @@ describe("issue 14 item 8: healthy SQS records do not use up their receives", ()
     expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(0);
     expect(telemetry.counts[METRIC.requeued]).toBeGreaterThanOrEqual(1);
   });
+
+  it("FIFO: a failing record is parked after half the receives, so the one held back behind it still runs", async () => {
+    const q = await queue("fifo-head", { maxReceiveCount: 4, fifo: true });
+    const ran: string[] = [];
+    const handler = sqsConsumer<{ id: string }>(
+      async ({ body }) => {
+        if (body.id === "head") throw new TransientError("the head keeps failing");
+        ran.push(body.id);
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: name("fifo-head") },
+        backoff: { baseSeconds: 0, maxSeconds: 0 },
+        telemetry: recordingTelemetry(),
+      },
+    );
+    await sendAll(sqs, q.url, [
+      { body: '{"id":"head"}', groupId: "g", dedupId: "head" },
+      { body: '{"id":"behind"}', groupId: "g", dedupId: "behind" },
+    ]);
+    const trigger = { queueUrl: q.url, queueArn: q.arn, functionName: "f", waitSeconds: 1 };
+    // Before the fix the head used all 4 receives and "behind", received with it each time, was
+    // parked on its last receive without ever running.
+    let invocations = 0;
+    while (invocations < 6 && ran.length === 0) {
+      await invokeFromQueue(sqs, handler, trigger);
+      invocations++;
+    }
+    expect(ran).toEqual(["behind"]);
+    expect(invocations).toBe(2); // the head's 2 receives (half of 4), "behind" running in the second
+    const parked = await drainQueue(sqs, q.dlqUrl);
+    expect(parked.map((m) => JSON.parse(m.Body!).id)).toEqual(["head"]);
+  });
 });
 
 describe("issue 14 item 14: a Kafka lease renewal that lands after complete()", () => {
@@ -279,5 +314,43 @@ describe("issue 15 item 5: the Lambda deadline reaches each record's signal", ()
     await handler({ Records: [record] } as never, context).catch(() => undefined);
     await sleep(100);
     expect(reason).not.toBe("not aborted");
+  });
+});
+
+describe("issue 13: a batch that needs nothing of its queue makes no call for it", () => {
+  it("with idempotency off, a short batch calls neither GetQueueUrl nor GetQueueAttributes, and a lookup that would fail logs nothing", async () => {
+    const q = await queue("no-lookup");
+    const lookups: string[] = [];
+    const client = createSqsClient();
+    // A real client; the lookups are seen (and refused, as a missing IAM permission would be) in its stack.
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (
+          context.commandName === "GetQueueUrlCommand" ||
+          context.commandName === "GetQueueAttributesCommand"
+        ) {
+          lookups.push(context.commandName);
+          throw Object.assign(new Error("not authorized"), { name: "AccessDenied" });
+        }
+        return next(args);
+      },
+      { step: "initialize", name: "refuseQueueLookups" },
+    );
+    const telemetry = recordingTelemetry();
+    const errors = vi.spyOn(telemetry.logger, "error");
+    let runs = 0;
+    const handler = sqsConsumer<{ id: string }>(
+      async () => {
+        runs++;
+      },
+      { schema: Msg, idempotency: false, sqsClient: client, telemetry },
+    );
+    await sendAll(sqs, q.url, [{ body: '{"id":"a"}' }, { body: '{"id":"b"}' }, { body: '{"id":"c"}' }]);
+    const out = await invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "f" });
+    expect(out.received).toBe(3);
+    expect(out.failed).toEqual([]);
+    expect(runs).toBe(3);
+    expect(lookups).toEqual([]);
+    expect(errors).not.toHaveBeenCalled();
   });
 });

@@ -29,7 +29,8 @@ async function bundle(contents: string): Promise<Metafile> {
     minify: BUNDLING.minify ?? true,
     keepNames: BUNDLING.keepNames ?? true,
     mainFields: [...(BUNDLING.mainFields ?? ["module", "main"])],
-    conditions: ["reliable-consumers-source"],
+    // `module` as well: esbuild's default, dropped once conditions are given (see bench/coldStart.ts).
+    conditions: ["reliable-consumers-source", "module"],
     metafile: true,
     write: false,
     logLevel: "silent",
