@@ -48,10 +48,9 @@ export interface QueueWithDlqProps {
    */
   readonly visibilityHeartbeat?: boolean;
   /**
-   * Receives before SQS moves a message to the DLQ (1–1000; FIFO ≥ 4). The consumer parks a failing
-   * record itself, with its context, after all of them on a standard queue and after half on FIFO,
-   * where the other half is the headroom of the records held back behind it in its group.
-   * @default 5 (standard), 10 (FIFO: 5 attempts and 5 of headroom)
+   * Receives before SQS moves a message to the DLQ (1–1000; FIFO ≥ `MIN_FIFO_RECEIVE_COUNT`, 3).
+   * The consumer parks a failing record itself, with its context, on its last receive.
+   * @default 5
    */
   readonly maxReceiveCount?: number;
   /** How long the queue keeps a message (1 min–14 days). @default Duration.days(4) */
@@ -94,7 +93,7 @@ export class QueueWithDlq extends Construct {
   constructor(scope: Construct, id: string, props: QueueWithDlqProps) {
     super(scope, id);
     this.fifo = props.fifo ?? false;
-    this.maxReceiveCount = props.maxReceiveCount ?? (this.fifo ? 10 : 5);
+    this.maxReceiveCount = props.maxReceiveCount ?? 5;
     this.retentionPeriod = props.retentionPeriod ?? Duration.days(4);
     this.dlqRetentionPeriod = props.dlqRetentionPeriod ?? Duration.days(14);
     this.plannedReplay = props.plannedReplay ?? Duration.seconds(0);

@@ -176,11 +176,14 @@ export const SQS_RETENTION_SECONDS = { min: 60, max: 14 * 86_400 } as const;
 /** SQS's limit on a redrive policy's maxReceiveCount. */
 export const MAX_RECEIVE_COUNT = 1000;
 /**
- * The fewest receives a FIFO queue of a consumer may allow: the consumer parks a failing record
- * after half of them (`failureBudget`), so that the records held back behind it in its group keep
- * the other half. Below 4, one side would get a single receive.
+ * The fewest receives a FIFO queue of a consumer may allow. A record that did not fail (held by
+ * another invocation's lease, or not started for lack of time) still uses a receive each time it
+ * goes back. On a standard queue the consumer sends it again as a fresh copy on its last receive;
+ * on FIFO a copy would go behind its group's later messages, so it is parked with its context
+ * instead. With fewer than 3 receives such a record would be parked on its first or second
+ * contention, never having failed.
  */
-export const MIN_FIFO_RECEIVE_COUNT = 4;
+export const MIN_FIFO_RECEIVE_COUNT = 3;
 
 export interface QueueCheck {
   readonly fifo: boolean;
@@ -207,9 +210,9 @@ export function checkQueueWithDlq(q: QueueCheck): void {
     if (q.fifo && q.maxReceiveCount < MIN_FIFO_RECEIVE_COUNT) {
       throw new ConsumerRuleError(
         "FifoReceiveHeadroomTooSmall",
-        `a FIFO queue needs maxReceiveCount ≥ ${MIN_FIFO_RECEIVE_COUNT}, got ${q.maxReceiveCount}: the ` +
-          "consumer parks a failing record after half its receives, so that the records held back " +
-          "behind it in its group keep the other half to run (a copy of them would break the group's order)",
+        `a FIFO queue needs maxReceiveCount ≥ ${MIN_FIFO_RECEIVE_COUNT}, got ${q.maxReceiveCount}: a ` +
+          "record held by another invocation or not started for lack of time uses a receive each " +
+          "time, and on FIFO it is parked on its last one (a fresh copy would break its group's order)",
         q.path,
       );
     }

@@ -45,19 +45,6 @@ export function sqsAnswer(unfinished: ReadonlyArray<Unfinished<SqsRecordRef>>): 
 }
 
 /**
- * How many receives a failed record may use before the consumer parks it (with its context).
- * Standard queues: all of them (`maxReceiveCount`). FIFO queues: half, rounded down (at least 1).
- * The records of a FIFO group held back behind a failing one are received with it every time and
- * use a receive each time; a fresh copy of them cannot be sent (it would go behind the group's
- * later messages), so the other half is their headroom to run once the failing record is parked.
- * `QueueWithDlq` defaults FIFO queues to 10 receives (5 attempts, 5 of headroom) and refuses
- * fewer than `MIN_FIFO_RECEIVE_COUNT`.
- */
-export function failureBudget(maxReceiveCount: number, fifo: boolean): number {
-  return fifo ? Math.max(1, Math.floor(maxReceiveCount / 2)) : maxReceiveCount;
-}
-
-/**
  * What to do with a healthy record (held elsewhere, held back, out of time) on its queue's last
  * allowed receive, where SQS's redrive would dead-letter it, without any context, before it ever ran:
  * - `requeue` (standard queues): send it again as a fresh copy and ack the original;

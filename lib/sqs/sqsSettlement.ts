@@ -6,7 +6,7 @@
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "../core/backoff.ts";
-import { atLastReceive, failureBudget, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
 import type { RecordPlan } from "../core/batchPlan.ts";
 import {
   classifyError,
@@ -21,7 +21,6 @@ import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
-import { parseQueueArn } from "./sqsEvent.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
@@ -104,20 +103,16 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
   }
 
   /**
-   * Permanent errors are parked at once. A failed record that used up its receives (see
-   * `failureBudget`: all of them on a standard queue, half on FIFO) is parked by us, with its
-   * context (the queue's own redrive would move it without any). A healthy one (held elsewhere,
-   * held back) is never parked here: it did not fail.
+   * Permanent errors are parked at once. A failed record on its last allowed receive is parked by
+   * us, with its context (the queue's own redrive would move it without any); on FIFO the records
+   * held back behind it then run in the same batch. A healthy one (held elsewhere, held back) is
+   * never parked here: it did not fail (see `requeueHealthy`).
    */
   async function fail(record: SQSRecord, error: unknown, retryAtMs?: number): Promise<RecordOutcome> {
     if (classifyError(error) === "permanent") return park(record, error);
     const attempt = receiveCount(record);
     const q = await queueOf(record.eventSourceARN);
-    if (
-      !isHealthyUnfinished(error) &&
-      q?.maxReceiveCount !== undefined &&
-      attempt >= failureBudget(q.maxReceiveCount, parseQueueArn(record.eventSourceARN).fifo)
-    )
+    if (!isHealthyUnfinished(error) && q?.maxReceiveCount !== undefined && attempt >= q.maxReceiveCount)
       return park(record, error);
     telemetry.count(
       error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures,
@@ -139,6 +134,8 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
   async function requeueHealthy(plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>, fifo: boolean) {
     const byQueue = new Map<string, RecordPlan<SQSRecord, unknown>[]>();
     for (const p of plans) {
+      // Only a healthy unfinished record needs its queue's maxReceiveCount (a lookup otherwise saved).
+      if (p.outcome?.kind !== "unfinished" || !isHealthyUnfinished(p.outcome.error)) continue;
       const q = await queueOf(p.record.eventSourceARN);
       const count = receiveCount(p.record);
       const what = atLastReceive({

@@ -190,10 +190,10 @@ describe("trigger limits", () => {
     );
   });
 
-  it("FIFO queues keep headroom for the records held back behind a failing one (≥ 4 receives)", () => {
-    const fifo = { fifo: true, maxReceiveCount: 4, retentionSeconds: 4 * DAY, dlqRetentionSeconds: 4 * DAY };
+  it("FIFO queues keep receive headroom for records that did not fail (≥ 3 receives)", () => {
+    const fifo = { fifo: true, maxReceiveCount: 3, retentionSeconds: 4 * DAY, dlqRetentionSeconds: 4 * DAY };
     expect(() => checkQueueWithDlq(fifo)).not.toThrow();
-    expect(ruleCodeOf(() => checkQueueWithDlq({ ...fifo, maxReceiveCount: 3 }))).toBe(
+    expect(ruleCodeOf(() => checkQueueWithDlq({ ...fifo, maxReceiveCount: 2 }))).toBe(
       "FifoReceiveHeadroomTooSmall",
     );
     // A standard queue re-sends healthy records instead, so it needs no headroom.

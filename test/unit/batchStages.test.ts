@@ -1,7 +1,7 @@
 /** The shared batch stages in lib/core, with no AWS: plans, copies, lanes, leases, answers, errors. */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { atLastReceive, failureBudget, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
 import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/core/batchPlan.ts";
 import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
 import { withDefaults } from "../../lib/core/defaults.ts";
@@ -228,13 +228,6 @@ describe("answers", () => {
     expect(atLastReceive({ ...base, outcome: done("processed") })).toBeUndefined();
     expect(atLastReceive({ ...base, receiveCount: 4, outcome: held })).toBeUndefined();
     expect(atLastReceive({ ...base, maxReceiveCount: undefined, outcome: held })).toBeUndefined();
-  });
-
-  it("a failing record may use every receive on a standard queue, half on FIFO (the rest is headroom for its group)", () => {
-    expect(failureBudget(5, false)).toBe(5);
-    expect(failureBudget(10, true)).toBe(5);
-    expect(failureBudget(5, true)).toBe(2);
-    expect(failureBudget(1, true)).toBe(1);
   });
 });
 
