@@ -7,18 +7,20 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
-import { ConsumerMonitoring } from "../../lib/cdk/consumerMonitoring.ts";
-import { CreatedMskCluster } from "../../lib/cdk/createdMskCluster.ts";
-import { DedupTable } from "../../lib/cdk/dedupTable.ts";
+import type { MskClusterRef, RetryLadderDeclaration } from "reliable-consumers/cdk";
+import {
+  ConsumerFunction,
+  ConsumerMonitoring,
+  CreatedMskCluster,
+  DedupTable,
+  KafkaTopics,
+  LAMBDA_ENV,
+  OutboxTable,
+  QueueWithDlq,
+  type QueueWithDlqProps,
+} from "reliable-consumers/cdk";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "../../lib/cdk/guardAcknowledgements.ts";
-import { KafkaTopics } from "../../lib/cdk/kafkaTopics.ts";
-import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
-import { OutboxTable } from "../../lib/cdk/outboxTable.ts";
-import { QueueWithDlq, type QueueWithDlqProps } from "../../lib/cdk/queueWithDlq.ts";
-import type { RetryLadderDeclaration } from "../../lib/cdk/retryLadder.ts";
-import { LAMBDA_ENV } from "../../lib/env.ts";
 import type { InfraContext } from "../config.ts";
 
 /**

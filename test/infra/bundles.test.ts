@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import { ConsumerFunction } from "reliable-consumers/cdk";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   defaultEntry,
@@ -10,7 +11,6 @@ import {
   SOURCE_BUNDLING,
   STUB_ENTRY,
 } from "../../infra/stacks/referenceServiceStack.ts";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 
 // Every handler that exists is bundled once, by the same NodejsFunction settings the stacks use
