@@ -19,11 +19,9 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
-import { createKafkaBatchProcessor } from "../lib/kafka/kafkaBatchProcessor.ts";
-import type { MskEventJson, MskRecordJson } from "../lib/kafka/mskEvent.ts";
-import type { KafkaProducer } from "../lib/kafka/producer.ts";
-import { avro, avroEncoder, confluentRegistry } from "../lib/kafka/schemas/index.ts";
-import type { Telemetry } from "../lib/observability/telemetry.ts";
+import type { Telemetry } from "reliable-consumers";
+import type { KafkaProducer, MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
+import { avro, avroEncoder, confluentRegistry, createKafkaBatchProcessor } from "reliable-consumers/kafka";
 import { startConfluentStandIn } from "../test/support/confluentRegistryStandIn.ts";
 
 const RECORDS = Number(process.env.BENCH_AVRO_RECORDS ?? 1_000);

@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { build, type Metafile } from "esbuild";
-import { BUNDLING } from "../lib/cdk/functionDefaults.ts";
+import { BUNDLING } from "reliable-consumers/cdk";
 
 const ROOT = join(import.meta.dirname, "..");
 

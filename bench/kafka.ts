@@ -18,12 +18,10 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
-import { createKafkaBatchProcessor, type KafkaRecordHandler } from "../lib/kafka/kafkaBatchProcessor.ts";
-import type { MskEventJson, MskRecordJson } from "../lib/kafka/mskEvent.ts";
-import type { KafkaProducer } from "../lib/kafka/producer.ts";
-import { type Emulators, startEmulators } from "../lib/local/emulators.ts";
-import { createDedupTable, deleteTable } from "../lib/local/resources.ts";
-import type { Telemetry } from "../lib/observability/telemetry.ts";
+import type { Telemetry } from "reliable-consumers";
+import type { KafkaProducer, MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
+import { createKafkaBatchProcessor, type KafkaRecordHandler } from "reliable-consumers/kafka";
+import { createDedupTable, deleteTable, type Emulators, startEmulators } from "reliable-consumers/testing";
 import { countDynamoDb } from "./ddbCounter.ts";
 
 const RECORDS = 1_000;

@@ -9,10 +9,14 @@
  * `KAFKA_BENCH_RECORDS` sets the size (default 5,000).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { disconnectAllKafkaProducers, getKafkaProducer, kafkaConfigFromEnv } from "../lib/kafka/producer.ts";
+import {
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+  kafkaConfigFromEnv,
+  kafkaConsumer,
+} from "reliable-consumers/kafka";
 import { createDeclaredTopicsOn } from "../lib/local/kafkaTopics.ts";
 import { startLocalKafkaTrigger } from "../lib/local/kafkaTrigger.ts";
-import { kafkaConsumer } from "../lib/middleware/kafkaConsumer.ts";
 
 const PARTITIONS = 10;
 const KEYS = 100;

@@ -13,17 +13,17 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBStreamEvent } from "aws-lambda";
-import { disconnectAllKafkaProducers, getKafkaProducer, kafkaConfigFromEnv } from "../lib/kafka/producer.ts";
-import { createAppTable } from "../lib/local/appTable.ts";
-import { startDynamoDbLocal } from "../lib/local/dynamodbLocal.ts";
+import { disconnectAllKafkaProducers, getKafkaProducer, kafkaConfigFromEnv } from "reliable-consumers/kafka";
+import {
+  createInboxOutbox,
+  createOutboxPublisher,
+  createOutboxRelay,
+  createStreamPoller,
+  OUTBOX_STREAM_FILTER_PATTERN,
+} from "reliable-consumers/outbox";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable, startDynamoDbLocal } from "reliable-consumers/testing";
 import { createDeclaredTopicsOn } from "../lib/local/kafkaTopics.ts";
-import { deleteTable } from "../lib/local/resources.ts";
-import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
-import { createOutboxRelay } from "../lib/outbox/relay.ts";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "../lib/outbox/schema.ts";
-import { createStreamPoller } from "../lib/outbox/streamPoller.ts";
-import { createInboxOutbox } from "../lib/outbox/unitOfWork.ts";
-import { createSqsClient } from "../lib/sqs/sqsClient.ts";
 import { countDynamoDb } from "./ddbCounter.ts";
 
 const EVENTS = Number(process.env.OUTBOX_BENCH_EVENTS ?? 2000);

@@ -10,12 +10,16 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
-import { TransientError } from "../lib/core/errors.ts";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../lib/kafka/producer.ts";
-import { createRetryLadder, ladderTopics } from "../lib/kafka/retryLadder.ts";
+import { TransientError } from "reliable-consumers";
+import {
+  createRetryLadder,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+  kafkaConsumer,
+  ladderTopics,
+} from "reliable-consumers/kafka";
 import { createDeclaredTopics } from "../lib/local/kafkaTopics.ts";
 import { startLocalKafkaTrigger } from "../lib/local/kafkaTrigger.ts";
-import { kafkaConsumer } from "../lib/middleware/kafkaConsumer.ts";
 
 const DELAYS = ["1s", "3s"] as const;
 

@@ -11,10 +11,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
+import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
+import { createDedupTable } from "reliable-consumers/testing";
 import { lambdaContext } from "../lib/local/lambdaContext.ts";
-import { createDedupTable } from "../lib/local/resources.ts";
-import { sqsConsumer } from "../lib/middleware/sqsConsumer.ts";
-import { createSqsClient } from "../lib/sqs/sqsClient.ts";
 import { countDynamoDb, type DynamoDbCount } from "./ddbCounter.ts";
 import { powertoolsSqsHandler } from "./peers.ts";
 

@@ -1,8 +1,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type Admin, logLevel } from "kafkajs";
-import { createKafkaProducer, KafkaPublishTransientError } from "../lib/kafka/producer.ts";
+import { createKafkaProducer, KafkaPublishTransientError } from "reliable-consumers/kafka";
+import { createInboxOutbox } from "reliable-consumers/outbox";
 import type { KafkaCluster } from "../lib/local/kafkaCluster.ts";
-import { createInboxOutbox } from "../lib/outbox/unitOfWork.ts";
 import { type ChaosService, startChaosService } from "./chaosService.ts";
 import { checkPipeline, type Expectation } from "./invariants.ts";
 import { createRng } from "./rng.ts";

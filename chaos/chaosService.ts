@@ -11,8 +11,9 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import { Kafka, logLevel } from "kafkajs";
-import type { CfnTemplate } from "../lib/local/runtime/cloudAssembly.ts";
-import { loadCloudAssembly } from "../lib/local/runtime/cloudAssembly.ts";
+import { createSqsClient } from "reliable-consumers/sqs";
+import type { CfnTemplate } from "reliable-consumers/testing";
+import { loadCloudAssembly, synthesize } from "reliable-consumers/testing";
 import {
   type LocalRuntime,
   type RuntimeClient,
@@ -21,8 +22,6 @@ import {
 import type { KafkaMapping } from "../lib/local/runtime/model.ts";
 import { type ScenarioTargets, scenarioTargets } from "../lib/local/runtime/referenceScenario.ts";
 import type { EventSource } from "../lib/local/runtime/sqsEventSource.ts";
-import { synthesize } from "../lib/local/runtime/synth.ts";
-import { createSqsClient } from "../lib/sqs/sqsClient.ts";
 import { CHAOS_STACK, CHAOS_TOPIC } from "./chaosApp.ts";
 import { REDIRECT_ENV, type RedirectMap, redirectingSocketFactory } from "./netRedirect.ts";
 import { type CrashDecision, type PaymentProvider, startPaymentProvider } from "./paymentProvider.ts";

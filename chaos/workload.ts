@@ -1,5 +1,5 @@
 import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
-import type { InboxOutbox } from "../lib/outbox/unitOfWork.ts";
+import type { InboxOutbox } from "reliable-consumers/outbox";
 import { CHAOS_ID, type Expectation } from "./invariants.ts";
 import type { Rng } from "./rng.ts";
 

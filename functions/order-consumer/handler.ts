@@ -1,9 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { PermanentError } from "../../lib/core/errors.ts";
-import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
-import { createTelemetry } from "../../lib/observability/telemetry.ts";
-import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
-import { withUnitOfWork } from "../../lib/outbox/withUnitOfWork.ts";
+import { createTelemetry } from "reliable-consumers";
+import { createInboxOutbox, withUnitOfWork } from "reliable-consumers/outbox";
+import { PermanentError, sqsConsumer } from "reliable-consumers/sqs";
 import { Order } from "./order.ts";
 
 /** The same order id arrived again with different contents: a business conflict, not a retry. */

@@ -1,6 +1,5 @@
-import { ladderFromRuntimeConfig } from "../../lib/kafka/retryLadder.ts";
-import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
-import { createTelemetry } from "../../lib/observability/telemetry.ts";
+import { createTelemetry } from "reliable-consumers";
+import { kafkaConsumer, ladderFromRuntimeConfig } from "reliable-consumers/kafka";
 import { httpPaymentGateway, OrderPlaced, type PaymentGateway, stubPaymentGateway } from "./payment.ts";
 
 const telemetry = createTelemetry({ serviceName: "payment-consumer" });

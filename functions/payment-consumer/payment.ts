@@ -1,5 +1,5 @@
+import { PermanentError, TransientError } from "reliable-consumers";
 import { z } from "zod";
-import { PermanentError, TransientError } from "../../lib/core/errors.ts";
 
 /** The OrderPlaced event the outbox relay publishes to `order-events` (key = orderId). */
 export const OrderPlaced = z.object({

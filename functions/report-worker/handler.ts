@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { sqsConsumer } from "reliable-consumers/sqs";
 import { z } from "zod";
-import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
 
 const ReportJob = z.object({ reportId: z.string().min(1), workMs: z.number().int().min(0).max(600_000) });
 type ReportJob = z.infer<typeof ReportJob>;

@@ -2,22 +2,25 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Annotations, Duration, Stack, type StackProps, Validations } from "aws-cdk-lib";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
+import type { BundlingOptions } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
-import { ConsumerMonitoring } from "../../lib/cdk/consumerMonitoring.ts";
-import { CreatedMskCluster } from "../../lib/cdk/createdMskCluster.ts";
-import { DedupTable } from "../../lib/cdk/dedupTable.ts";
+import type { MskClusterRef, RetryLadderDeclaration } from "reliable-consumers/cdk";
+import {
+  ConsumerFunction,
+  ConsumerMonitoring,
+  CreatedMskCluster,
+  DedupTable,
+  KafkaTopics,
+  LAMBDA_ENV,
+  OutboxTable,
+  QueueWithDlq,
+  type QueueWithDlqProps,
+} from "reliable-consumers/cdk";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "../../lib/cdk/guardAcknowledgements.ts";
-import { KafkaTopics } from "../../lib/cdk/kafkaTopics.ts";
-import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
-import { OutboxTable } from "../../lib/cdk/outboxTable.ts";
-import { QueueWithDlq, type QueueWithDlqProps } from "../../lib/cdk/queueWithDlq.ts";
-import type { RetryLadderDeclaration } from "../../lib/cdk/retryLadder.ts";
-import { LAMBDA_ENV } from "../../lib/env.ts";
 import type { InfraContext } from "../config.ts";
 
 /**
@@ -41,6 +44,17 @@ const PREBUILT: Partial<Record<ReferenceFunction, string>> = {
 export const defaultEntry = (name: ReferenceFunction): string =>
   PREBUILT[name] ?? join(PROJECT_ROOT, "functions", name, "handler.ts");
 export const STUB_ENTRY = join(PROJECT_ROOT, "infra", "stubs", "notImplemented.ts");
+
+/**
+ * The reference handlers import the package by its own name (`reliable-consumers/sqs`); this
+ * repository's `exports` condition resolves that to lib/ (package.json), so the functions bundle the
+ * current sources, not a dist/ that may be stale or absent. Naming a condition drops esbuild's
+ * default `module` condition, which the AWS SDK's packages are bundled by, so it is named again.
+ * Repository-only: a user's app installs the package and needs neither.
+ */
+export const SOURCE_BUNDLING = {
+  esbuildArgs: { "--conditions": "reliable-consumers-source,module" },
+} as const satisfies BundlingOptions;
 
 /** The order-events retry ladder: `.retry.5s` → `.retry.1m` → `.retry.10m` → `.DLQ`. */
 export const ORDER_EVENTS_LADDER: RetryLadderDeclaration = {
@@ -163,6 +177,7 @@ export class ReferenceServiceStack extends Stack {
         metricsNamespace: ctx.metricsNamespace,
         ...network,
         ...extra,
+        bundling: { ...SOURCE_BUNDLING, ...extra.bundling },
       });
 
     // orders → order-consumer: inbox marker + order + outbox event in one transaction.

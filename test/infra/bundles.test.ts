@@ -3,9 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import { ConsumerFunction } from "reliable-consumers/cdk";
 import { afterAll, describe, expect, it } from "vitest";
-import { defaultEntry, REFERENCE_FUNCTIONS, STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
+import {
+  defaultEntry,
+  REFERENCE_FUNCTIONS,
+  SOURCE_BUNDLING,
+  STUB_ENTRY,
+} from "../../infra/stacks/referenceServiceStack.ts";
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 
 // Every handler that exists is bundled once, by the same NodejsFunction settings the stacks use
@@ -25,7 +30,8 @@ afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 describe("function bundles", () => {
   const app = new App({ outdir, context: { "aws:cdk:enable-asset-metadata": true } });
   const stack = new Stack(app, "Bundles");
-  for (const [name, entry] of Object.entries(entries)) new ConsumerFunction(stack, name, { entry });
+  for (const [name, entry] of Object.entries(entries))
+    new ConsumerFunction(stack, name, { entry, bundling: SOURCE_BUNDLING });
   let assembly: ReturnType<App["synth"]>;
 
   it(`build for every existing handler (missing so far: ${missing.join(", ") || "none"})`, {

@@ -1,11 +1,9 @@
 /** Issue 14 item 7: the dedup scope a consumer uses by default is its stable name, handed to the code. */
 import { Duration, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import { ConsumerFunction, DedupTable, LAMBDA_ENV } from "reliable-consumers/cdk";
 import { describe, it } from "vitest";
 import { STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
-import { DedupTable } from "../../lib/cdk/dedupTable.ts";
-import { LAMBDA_ENV } from "../../lib/env.ts";
 import { testApp } from "./synthHelpers.ts";
 
 describe("ConsumerFunction passes its consumer name to the code", () => {

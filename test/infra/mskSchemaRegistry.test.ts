@@ -2,11 +2,10 @@ import { Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import type { MskClusterRef, MskSchemaRegistry } from "reliable-consumers/cdk";
+import { ConsumerFunction } from "reliable-consumers/cdk";
 import { describe, expect, it } from "vitest";
 import { STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
-import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
-import type { MskSchemaRegistry } from "../../lib/cdk/mskSchemaRegistry.ts";
 import { testApp } from "./synthHelpers.ts";
 
 // Issue 16 item 2: addMskTrigger's schemaRegistry synthesizes SchemaRegistryConfig (inside

@@ -1,9 +1,8 @@
 import { Duration, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import { ConsumerFunction, OutboxTable } from "reliable-consumers/cdk";
 import { describe, expect, it } from "vitest";
 import { STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
-import { OutboxTable } from "../../lib/cdk/outboxTable.ts";
 import { testApp } from "./synthHelpers.ts";
 
 describe("the outbox relay's stream mapping", () => {

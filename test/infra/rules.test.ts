@@ -1,16 +1,5 @@
 import { App, Token } from "aws-cdk-lib";
-import { describe, expect, it } from "vitest";
-import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
-import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
-import { encodeTopicConfigs } from "../../lib/cdk/kafkaTopics.ts";
-import {
-  deadLetterTopicName,
-  delayLabel,
-  ladderRetryPathSeconds,
-  ladderRuntimeConfig,
-  ladderTopics,
-  retryTopicName,
-} from "../../lib/cdk/retryLadder.ts";
+import { DEDUP_DEFAULTS } from "reliable-consumers";
 import {
   ConsumerRuleError,
   checkDedupWindow,
@@ -19,14 +8,23 @@ import {
   checkQueueWithDlq,
   checkSqsTrigger,
   checkVisibilityTimeout,
+  deadLetterTopicName,
+  delayLabel,
+  encodeTopicConfigs,
   formatSeconds,
   kafkaRetryPathSeconds,
+  ladderRetryPathSeconds,
+  ladderRuntimeConfig,
+  ladderTopics,
   requiredVisibilityTimeoutSeconds,
+  retryTopicName,
   sqsRetryPathSeconds,
-} from "../../lib/cdk/rules.ts";
-import { DEDUP_DEFAULTS } from "../../lib/dedup/schema.ts";
+} from "reliable-consumers/cdk";
+import { ladderFromRuntimeConfig } from "reliable-consumers/kafka";
+import { describe, expect, it } from "vitest";
+import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
+import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
 import { planTopic, TopicShrinkError } from "../../lib/handlers/kafkaTopics/plan.ts";
-import { ladderFromRuntimeConfig } from "../../lib/kafka/retryLadder.ts";
 import {
   defaultHeartbeatAfterMs,
   minimumHeartbeatVisibilitySeconds,

@@ -4,8 +4,8 @@ import { CfnGuardValidator } from "@cdklabs/cdk-validator-cfnguard";
 import { App, type Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
+import { ConsumerRuleError } from "reliable-consumers/cdk";
 import { buildApp } from "../../infra/app.ts";
-import { ConsumerRuleError } from "../../lib/cdk/rules.ts";
 
 /** An app that skips esbuild bundling (the bundle test builds the real bundles once). */
 export function testApp(context: Record<string, unknown> = {}): App {

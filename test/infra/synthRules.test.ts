@@ -5,15 +5,13 @@ import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { AwsSolutionsChecks } from "cdk-nag";
+import type { MskClusterRef } from "reliable-consumers/cdk";
+import { ConsumerFunction, DedupTable, QueueWithDlq } from "reliable-consumers/cdk";
 import { describe, expect, it } from "vitest";
 import { buildApp } from "../../infra/app.ts";
 import { CONTEXT_DEFAULTS } from "../../infra/config.ts";
 import { ReferenceServiceStack, STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
-import { ConsumerFunction } from "../../lib/cdk/consumerFunction.ts";
-import { DedupTable } from "../../lib/cdk/dedupTable.ts";
 import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
-import type { MskClusterRef } from "../../lib/cdk/mskCluster.ts";
-import { QueueWithDlq } from "../../lib/cdk/queueWithDlq.ts";
 import { findingsOf, ruleCodeOf, testApp, validationReport } from "./synthHelpers.ts";
 
 // Small stacks, no bundling: each rule must fail synth with a message that says what to change.

@@ -1,19 +1,21 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { createDedupStore, METRIC } from "reliable-consumers";
+import {
+  type ConsumedRecord,
+  createKafkaBatchProcessor,
+  createRetryLadder,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+  toMskEvent,
+} from "reliable-consumers/kafka";
+import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
-import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
-import { type ConsumedRecord, toMskEvent } from "../../lib/kafka/mskEventBuilder.ts";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { createRetryLadder } from "../../lib/kafka/retryLadder.ts";
 import { lambdaContext } from "../../lib/local/lambdaContext.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
-import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
-import { METRIC } from "../../lib/observability/telemetry.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

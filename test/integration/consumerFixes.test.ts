@@ -4,19 +4,14 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { createDedupStore, createIdempotency, METRIC } from "reliable-consumers";
+import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
+import { createSqsClient, sqsConsumer, TransientError } from "reliable-consumers/sqs";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { TransientError } from "../../lib/core/errors.ts";
-import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
-import { createIdempotency } from "../../lib/dedup/idempotency.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
-import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
-import { getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
-import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
-import { METRIC } from "../../lib/observability/telemetry.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";

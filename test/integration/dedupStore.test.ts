@@ -1,9 +1,8 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { createDedupStore, KeyReuseError, LeaseLostError } from "reliable-consumers";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
-import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { names } from "../support/names.ts";
 import { countRequests } from "../support/requestCounter.ts";
 

@@ -6,14 +6,17 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
+import {
+  inspectKafkaDeadLetters,
+  inspectSqsDeadLetters,
+  redriveSqsDeadLetters,
+  replayKafkaDeadLetters,
+} from "reliable-consumers/dlq";
+import { disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
+import { packAttributes, toSqsEnvelope, unpackAttributes } from "reliable-consumers/sqs";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { packAttributes, unpackAttributes } from "../../lib/core/attributePacking.ts";
-import { inspectKafkaDeadLetters, replayKafkaDeadLetters } from "../../lib/dlq/kafkaDeadLetters.ts";
-import { inspectSqsDeadLetters, redriveSqsDeadLetters } from "../../lib/dlq/sqsDeadLetters.ts";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { parkInDeadLetterQueue, toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
-import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -1,8 +1,8 @@
 import { CreateTableCommand, DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 

@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Admin, Kafka, logLevel } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ladderTopics } from "../../lib/cdk/retryLadder.ts";
+import { ladderTopics } from "reliable-consumers/cdk";
 import {
   createKafkaProducer,
   type KafkaProducer,
   KafkaPublishTransientError,
-} from "../../lib/kafka/producer.ts";
+} from "reliable-consumers/kafka";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KafkaCluster, startKafkaCluster } from "../../lib/local/kafkaCluster.ts";
 import { createDeclaredTopics } from "../../lib/local/kafkaTopics.ts";
 import { names } from "../support/names.ts";

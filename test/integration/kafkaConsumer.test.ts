@@ -1,23 +1,21 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { logLevel } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MalformedRecordError, PermanentError, TransientError } from "../../lib/core/errors.ts";
-import { createDedupStore } from "../../lib/dedup/dedupStore.ts";
+import { createDedupStore, MalformedRecordError, PermanentError, TransientError } from "reliable-consumers";
 import {
   createKafkaBatchProcessor,
+  createKafkaProducer,
+  createRetryLadder,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
   KafkaBatchIncompleteError,
   type KafkaConsumerOptions,
   type KafkaRecordHandler,
-} from "../../lib/kafka/kafkaBatchProcessor.ts";
-import { toMskEvent } from "../../lib/kafka/mskEventBuilder.ts";
-import {
-  createKafkaProducer,
-  disconnectAllKafkaProducers,
-  getKafkaProducer,
-} from "../../lib/kafka/producer.ts";
-import { createRetryLadder, ladderTopics } from "../../lib/kafka/retryLadder.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
-import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
+  kafkaConsumer,
+  ladderTopics,
+  toMskEvent,
+} from "reliable-consumers/kafka";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,

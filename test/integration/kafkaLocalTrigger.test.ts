@@ -1,10 +1,13 @@
+import { PermanentError, TransientError } from "reliable-consumers";
+import {
+  createRetryLadder,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+  kafkaConsumer,
+} from "reliable-consumers/kafka";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PermanentError, TransientError } from "../../lib/core/errors.ts";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { createRetryLadder } from "../../lib/kafka/retryLadder.ts";
 import { startLocalKafkaTrigger } from "../../lib/local/kafkaTrigger.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
-import { kafkaConsumer } from "../../lib/middleware/kafkaConsumer.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

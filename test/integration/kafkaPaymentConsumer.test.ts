@@ -1,6 +1,6 @@
+import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { disconnectAllKafkaProducers } from "../../lib/kafka/producer.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -1,13 +1,13 @@
 import * as net from "node:net";
 import { logLevel } from "kafkajs";
-import { afterAll, describe, expect, inject, it } from "vitest";
 import {
   createKafkaProducer,
   disconnectAllKafkaProducers,
   getKafkaProducer,
   KafkaPublishTransientError,
   kafkaConfigFromEnv,
-} from "../../lib/kafka/producer.ts";
+} from "reliable-consumers/kafka";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import { kafka } from "../support/clients.ts";
 import { declareTopics, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

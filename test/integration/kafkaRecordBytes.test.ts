@@ -1,13 +1,15 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createKafkaBatchProcessor,
+  createRetryLadder,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
   type KafkaConsumerOptions,
   type KafkaRecordHandler,
-} from "../../lib/kafka/kafkaBatchProcessor.ts";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { createRetryLadder, ladderTopics } from "../../lib/kafka/retryLadder.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+  ladderTopics,
+} from "reliable-consumers/kafka";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

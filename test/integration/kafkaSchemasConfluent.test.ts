@@ -9,22 +9,22 @@ import {
 } from "@confluentinc/schemaregistry";
 import protobufjs from "protobufjs";
 import "protobufjs/ext/descriptor/index.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { SchemaValidationError } from "../../lib/core/errors.ts";
-import { toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
-import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
+import { SchemaValidationError } from "reliable-consumers";
 import {
   avro,
   confluentRegistry,
   jsonSchema,
   protobuf,
+  readKafkaEvent,
   SchemaRegistryUnavailableError,
+  toKafkaEnvelope,
   UndecodableRecordError,
   UnknownSchemaError,
   WireFormatError,
   writeConfluentFrame,
-} from "../../lib/kafka/schemas/index.ts";
+} from "reliable-consumers/kafka";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import golden from "../fixtures/schemas/golden.json" with { type: "json" };
 
 const golden_ = golden;

@@ -1,15 +1,19 @@
 import { AvroSerializer, SchemaRegistryClient, SerdeType } from "@confluentinc/schemaregistry";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
 import {
+  avro,
+  confluentRegistry,
   createKafkaBatchProcessor,
+  createRetryLadder,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
   type KafkaConsumerOptions,
   type KafkaRecordHandler,
-} from "../../lib/kafka/kafkaBatchProcessor.ts";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { createRetryLadder, ladderTopics } from "../../lib/kafka/retryLadder.ts";
-import { avro, confluentRegistry, writeConfluentFrame } from "../../lib/kafka/schemas/index.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
+  ladderTopics,
+  writeConfluentFrame,
+} from "reliable-consumers/kafka";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { dynamodb } from "../support/clients.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 import { lambdaContext, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";

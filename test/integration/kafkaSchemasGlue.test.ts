@@ -1,7 +1,6 @@
 import { CreateRegistryCommand, GlueClient } from "@aws-sdk/client-glue";
 import protobufjs from "protobufjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SchemaValidationError } from "../../lib/core/errors.ts";
+import { SchemaValidationError } from "reliable-consumers";
 import {
   avro,
   avroEncoder,
@@ -16,7 +15,8 @@ import {
   UnknownSchemaError,
   WireFormatError,
   writeGlueFrame,
-} from "../../lib/kafka/schemas/index.ts";
+} from "reliable-consumers/kafka";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MotoServer, startMotoServer } from "../support/motoServer.ts";
 
 // AWS Glue Schema Registry through its real API, served by moto on 127.0.0.1 (not a stand-in).

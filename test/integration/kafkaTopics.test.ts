@@ -1,6 +1,6 @@
 import type { Admin } from "kafkajs";
+import { ladderTopics } from "reliable-consumers/cdk";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ladderTopics } from "../../lib/cdk/retryLadder.ts";
 import {
   createDeclaredTopics,
   fitDeclaration,

@@ -4,11 +4,15 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { type DynamoDBClient, PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
+import type { CfnTemplate } from "reliable-consumers/testing";
+import {
+  createDedupTable,
+  deleteTable,
+  type LocalRuntime,
+  startLocalRuntime,
+} from "reliable-consumers/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
-import type { CfnTemplate } from "../../lib/local/runtime/cloudAssembly.ts";
 import { FunctionHost } from "../../lib/local/runtime/functionHost.ts";
-import { type LocalRuntime, startLocalRuntime } from "../../lib/local/runtime/localRuntime.ts";
 import type { LocalFunction } from "../../lib/local/runtime/model.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";

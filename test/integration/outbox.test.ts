@@ -1,16 +1,16 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
+import {
+  createInboxOutbox,
+  createOutboxPublisher,
+  createOutboxRelay,
+  inboxPk,
+  TransactionConflictError,
+} from "reliable-consumers/outbox";
+import { createSqsClient, PermanentError } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PermanentError } from "../../lib/core/errors.ts";
-import { createAppTable } from "../../lib/local/appTable.ts";
-import { deleteTable } from "../../lib/local/resources.ts";
 import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
-import { TransactionConflictError } from "../../lib/outbox/errors.ts";
-import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
-import { createOutboxRelay } from "../../lib/outbox/relay.ts";
-import { inboxPk } from "../../lib/outbox/schema.ts";
-import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

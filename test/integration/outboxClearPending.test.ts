@@ -1,11 +1,10 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "reliable-consumers/outbox";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAppTable } from "../../lib/local/appTable.ts";
-import { deleteTable } from "../../lib/local/resources.ts";
 import { pendingShard, resolveNewEvent, toOutboxItem } from "../../lib/outbox/outboxEvent.ts";
-import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
 import { clearPendingFenced, park, requeueParked } from "../../lib/outbox/settle.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 
 /**

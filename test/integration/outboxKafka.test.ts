@@ -1,18 +1,11 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import { logLevel } from "kafkajs";
+import { createKafkaProducer, disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
+import { createInboxOutbox, createOutboxPublisher, createOutboxRelay } from "reliable-consumers/outbox";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createKafkaProducer,
-  disconnectAllKafkaProducers,
-  getKafkaProducer,
-} from "../../lib/kafka/producer.ts";
-import { createAppTable } from "../../lib/local/appTable.ts";
-import { deleteTable } from "../../lib/local/resources.ts";
-import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
-import { createOutboxRelay } from "../../lib/outbox/relay.ts";
-import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import {

@@ -1,18 +1,20 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
+import { createTelemetry } from "reliable-consumers";
+import {
+  createInboxOutbox,
+  createOutboxPublisher,
+  createOutboxRelay,
+  createOutboxSweeper,
+  discardParked,
+  OUTBOX_DEFAULTS,
+  pendingShard,
+  requeueParked,
+} from "reliable-consumers/outbox";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { createAppTable } from "../../lib/local/appTable.ts";
-import { deleteTable } from "../../lib/local/resources.ts";
-import { createTelemetry } from "../../lib/observability/telemetry.ts";
-import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
-import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
-import { createOutboxRelay } from "../../lib/outbox/relay.ts";
-import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
-import { discardParked, requeueParked } from "../../lib/outbox/settle.ts";
-import { createOutboxSweeper } from "../../lib/outbox/sweeper.ts";
-import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 import { byPrefix, envelopeOf, receiveAll, scanAll, streamTrigger } from "../support/outboxHarness.ts";
 

@@ -1,10 +1,16 @@
 import { AvroDeserializer, SchemaRegistryClient, SerdeType } from "@confluentinc/schemaregistry";
+import {
+  avro,
+  avroEncoder,
+  confluentRegistry,
+  disconnectAllKafkaProducers,
+  getKafkaProducer,
+  OUTBOX_SCHEMA_HEADER,
+  readConfluentFrame,
+} from "reliable-consumers/kafka";
+import { createOutboxPublisher } from "reliable-consumers/outbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { disconnectAllKafkaProducers, getKafkaProducer } from "../../lib/kafka/producer.ts";
-import { avro, avroEncoder, confluentRegistry, readConfluentFrame } from "../../lib/kafka/schemas/index.ts";
-import { OUTBOX_SCHEMA_HEADER } from "../../lib/kafka/schemas/outboxSchemas.ts";
 import { type NewOutboxEvent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
-import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 import { tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -1,15 +1,16 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord } from "aws-lambda";
+import {
+  createInboxOutbox,
+  createOutboxSweeper,
+  OUTBOX_DEFAULTS,
+  pendingShard,
+  requeueParked,
+} from "reliable-consumers/outbox";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAppTable } from "../../lib/local/appTable.ts";
-import { deleteTable } from "../../lib/local/resources.ts";
-import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
-import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
-import { requeueParked } from "../../lib/outbox/settle.ts";
-import { createOutboxSweeper } from "../../lib/outbox/sweeper.ts";
-import { createInboxOutbox } from "../../lib/outbox/unitOfWork.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

@@ -1,17 +1,20 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSEvent } from "aws-lambda";
+import { METRIC } from "reliable-consumers";
+import {
+  CONTEXT_ATTRIBUTE,
+  createSqsClient,
+  PermanentError,
+  sqsConsumer,
+  TransientError,
+} from "reliable-consumers/sqs";
+import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CONTEXT_ATTRIBUTE } from "../../lib/core/attributePacking.ts";
-import { PermanentError, TransientError } from "../../lib/core/errors.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { lambdaContext } from "../../lib/local/lambdaContext.ts";
-import { createDedupTable, deleteTable } from "../../lib/local/resources.ts";
 import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
-import { sqsConsumer } from "../../lib/middleware/sqsConsumer.ts";
-import { METRIC } from "../../lib/observability/telemetry.ts";
-import { createSqsClient } from "../../lib/sqs/sqsClient.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";

@@ -2,8 +2,8 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
-import type { ConsumedRecord } from "../../lib/kafka/mskEventBuilder.ts";
-import { ladderTopics, type RetryLadder } from "../../lib/kafka/retryLadder.ts";
+import type { ConsumedRecord } from "reliable-consumers/kafka";
+import { ladderTopics, type RetryLadder } from "reliable-consumers/kafka";
 import {
   type CreatedTopic,
   createDeclaredTopics,

@@ -6,8 +6,8 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import type { Envelope } from "../../lib/core/envelope.ts";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
+import type { Envelope } from "reliable-consumers";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { createStreamPoller, type StreamPollerOptions } from "../../lib/outbox/streamPoller.ts";
 import { dynamodbStreams } from "./clients.ts";
 

@@ -1,4 +1,4 @@
-import { createTelemetry, type Telemetry } from "../../lib/observability/telemetry.ts";
+import { createTelemetry, type Telemetry } from "reliable-consumers";
 
 /** Real Powertools telemetry that also tallies every count, so tests can assert on metrics. */
 export function recordingTelemetry(): Telemetry & { counts: Record<string, number> } {

@@ -1,11 +1,6 @@
 /** The shared batch stages in lib/core, with no AWS: plans, copies, lanes, leases, answers, errors. */
 import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, it } from "vitest";
-import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
-import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/core/batchPlan.ts";
-import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
-import { withDefaults } from "../../lib/core/defaults.ts";
-import * as coreErrors from "../../lib/core/errors.ts";
+import * as api from "reliable-consumers";
 import {
   HeldBackError,
   InProgressElsewhereError,
@@ -13,7 +8,14 @@ import {
   OutOfTimeError,
   PermanentError,
   TransientError,
-} from "../../lib/core/errors.ts";
+} from "reliable-consumers";
+import { toSqsEnvelope } from "reliable-consumers/sqs";
+import { describe, expect, it } from "vitest";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
+import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/core/batchPlan.ts";
+import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
+import { withDefaults } from "../../lib/core/defaults.ts";
+import * as coreErrors from "../../lib/core/errors.ts";
 import { runKeyed } from "../../lib/core/keyedScheduler.ts";
 import { lambdaDeadline } from "../../lib/core/lambdaDeadline.ts";
 import { checkIntervalMs, keepLease, renewalDue, renewIfAged } from "../../lib/core/leaseKeeper.ts";
@@ -24,11 +26,9 @@ import {
   stopsLane,
   unfinished,
 } from "../../lib/core/recordOutcome.ts";
-import * as api from "../../lib/index.ts";
 import * as kafkaErrors from "../../lib/kafka/errors.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
-import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
 

@@ -1,16 +1,16 @@
-import { describe, expect, it } from "vitest";
-import { packAttributes, unpackAttributes } from "../../lib/core/attributePacking.ts";
-import { fullJitterDelaySeconds } from "../../lib/core/backoff.ts";
-import { decideRejectedClaim } from "../../lib/core/dedupDecision.ts";
-import { resolveDedupKey } from "../../lib/core/envelope.ts";
 import {
   classifyError,
+  fullJitterDelaySeconds,
   InvalidJsonError,
   KeyReuseError,
   LeaseLostError,
   PermanentError,
   TransientError,
-} from "../../lib/core/errors.ts";
+} from "reliable-consumers";
+import { packAttributes, unpackAttributes } from "reliable-consumers/sqs";
+import { describe, expect, it } from "vitest";
+import { decideRejectedClaim } from "../../lib/core/dedupDecision.ts";
+import { resolveDedupKey } from "../../lib/core/envelope.ts";
 import { contextToHeaders, failureContext } from "../../lib/core/failureContext.ts";
 import { runKeyed } from "../../lib/core/keyedScheduler.ts";
 

@@ -1,5 +1,3 @@
-import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import {
   InvalidJsonError,
   MalformedRecordError,
@@ -7,10 +5,16 @@ import {
   PayloadTooLargeError,
   SchemaValidationError,
   UnknownEventShapeError,
-} from "../../lib/core/errors.ts";
-import { BinaryHeaderError, BinaryKeyError, toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
-import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
-import { kafkaBatchResponse } from "../../lib/kafka/partialResponse.ts";
+} from "reliable-consumers";
+import {
+  BinaryHeaderError,
+  BinaryKeyError,
+  kafkaBatchResponse,
+  readKafkaEvent,
+  toKafkaEnvelope,
+} from "reliable-consumers/kafka";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 const bytes = (s: string) => [...Buffer.from(s)];

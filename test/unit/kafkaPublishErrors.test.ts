@@ -1,12 +1,13 @@
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from "kafkajs";
-import { describe, expect, it } from "vitest";
-import { classifyError } from "../../lib/core/errors.ts";
-import { kafkaConfigFromEnv, toKafkaJsConfig } from "../../lib/kafka/config.ts";
+import { classifyError } from "reliable-consumers";
 import {
   classifyPublishError,
   KafkaPublishPermanentError,
   KafkaPublishTransientError,
-} from "../../lib/kafka/publishErrors.ts";
+  kafkaConfigFromEnv,
+  toKafkaJsConfig,
+} from "reliable-consumers/kafka";
+import { describe, expect, it } from "vitest";
 
 // kafkajs builds protocol errors from the broker's error code; these are the shapes it throws.
 const protocol = (type: string, retriable: boolean) =>

@@ -1,11 +1,11 @@
-import { describe, expect, it } from "vitest";
-import { WireFormatError } from "../../lib/kafka/schemas/errors.ts";
 import {
   readConfluentFrame,
   readGlueFrame,
+  WireFormatError,
   writeConfluentFrame,
   writeGlueFrame,
-} from "../../lib/kafka/schemas/wireFormat.ts";
+} from "reliable-consumers/kafka";
+import { describe, expect, it } from "vitest";
 import golden from "../fixtures/schemas/golden.json" with { type: "json" };
 
 const hex = (h: string) => Buffer.from(h, "hex");

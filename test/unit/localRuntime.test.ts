@@ -1,4 +1,5 @@
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from "kafkajs";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { describe, expect, it } from "vitest";
 import { matchesAnyFilter } from "../../lib/local/runtime/eventFilter.ts";
 import {
@@ -9,7 +10,6 @@ import {
 } from "../../lib/local/runtime/intrinsics.ts";
 import { groupError } from "../../lib/local/runtime/kafkaEventSource.ts";
 import { rateMs } from "../../lib/local/runtime/materialise.ts";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 
 const ctx: ResolveContext = {
   region: "us-east-1",

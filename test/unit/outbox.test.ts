@@ -1,17 +1,21 @@
 import { type AttributeValue, DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
-import { describe, expect, it } from "vitest";
-import type { Envelope } from "../../lib/core/envelope.ts";
-import { KeyReuseError, PermanentError, TransientError } from "../../lib/core/errors.ts";
+import type { Envelope } from "reliable-consumers";
+import { KeyReuseError, PermanentError, TransientError } from "reliable-consumers";
 import {
   BusinessConditionFailedError,
+  FOLDED_HEADERS_ATTRIBUTE,
+  itemSize,
   MalformedOutboxItemError,
+  OUTBOX_STREAM_FILTER_PATTERN,
+  parseDestination,
   TransactionConflictError,
   TransactionRejectedError,
   TransactionThrottledError,
+  toSqsAttributes,
   UnitOfWorkInvalidError,
   UnitOfWorkTooLargeError,
-} from "../../lib/outbox/errors.ts";
-import { itemSize } from "../../lib/outbox/itemSize.ts";
+} from "reliable-consumers/outbox";
+import { describe, expect, it } from "vitest";
 import {
   isTraceparent,
   OUTBOX_HEADERS,
@@ -21,9 +25,7 @@ import {
   resolveNewEvent,
   toOutboxItem,
 } from "../../lib/outbox/outboxEvent.ts";
-import { FOLDED_HEADERS_ATTRIBUTE, parseDestination, toSqsAttributes } from "../../lib/outbox/publisher.ts";
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
 import { matchesFilter, toLambdaImage } from "../../lib/outbox/streamPoller.ts";
 import { createInboxOutbox, interpretFailure } from "../../lib/outbox/unitOfWork.ts";

@@ -1,5 +1,5 @@
+import * as api from "reliable-consumers";
 import { describe, expect, it } from "vitest";
-import * as api from "../../lib/index.ts";
 
 describe("public API (lib/index.ts)", () => {
   it("exports the handlers, the dedup store, the outbox and the error types", () => {

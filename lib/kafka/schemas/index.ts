@@ -17,6 +17,7 @@ export {
 } from "./errors.ts";
 export { GLUE_REGISTRY_ENV, type GlueRegistryOptions, glueRegistry } from "./glueRegistry.ts";
 export { type JsonSchemaDecoderOptions, jsonSchema } from "./jsonSchema.ts";
+export { OUTBOX_SCHEMA_HEADER } from "./outboxSchemas.ts";
 export type { DecoderSource, PayloadDecoder } from "./payloadDecoder.ts";
 export { type ProtobufDecoderOptions, protobuf } from "./protobuf.ts";
 export type { RegistrySchema, SchemaFormat, SchemaRegistry, SchemaSubject } from "./registry.ts";
