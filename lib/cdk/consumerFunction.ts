@@ -13,7 +13,12 @@ import { Construct } from "constructs";
 import { LAMBDA_ENV } from "../env.ts";
 import { assertEntryExists, BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
-import { type MskSchemaRegistry, mskSchemaRegistryConfig } from "./mskSchemaRegistry.ts";
+import {
+  grantSchemaRegistryAccess,
+  type MskSchemaRegistry,
+  mskSchemaRegistryConfig,
+  type SchemaRegistryAccess,
+} from "./mskSchemaRegistry.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 import {
   ladderRetryPathSeconds,
@@ -338,6 +343,21 @@ export abstract class ConsumerFunctionBase extends Construct {
       LAMBDA_ENV.mskIamAuth,
       String(cluster.iamAuth ?? true),
     );
+  }
+
+  /**
+   * Let this function's own code use a schema registry (`glueRegistry()` / `confluentRegistry()`):
+   * the outbox relay framing what it produces, or a consumer that decodes framed bytes itself.
+   * Glue: `glue:GetRegistry`, `GetSchemaVersion` and `GetSchemaByDefinition` on the registry and
+   * its schemas (with `register`, also `RegisterSchemaVersion` and `CreateSchema`), and
+   * `GLUE_SCHEMA_REGISTRY_NAME`. Confluent: read on the secret, `SCHEMA_REGISTRY_URL` and
+   * `SCHEMA_REGISTRY_SECRET_ARN`. For the MSK trigger's own integration use
+   * `addMskTrigger({ schemaRegistry })`.
+   */
+  useSchemaRegistry(access: SchemaRegistryAccess): this {
+    const env = grantSchemaRegistryAccess(Stack.of(this), this.node.path, this.function, access);
+    for (const [name, value] of Object.entries(env)) this.addEnvironment(name, value);
+    return this;
   }
 
   /**

@@ -12,7 +12,7 @@ export * from "./dedupTable.ts";
 export { BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 export * from "./kafkaTopics.ts";
 export * from "./mskCluster.ts";
-export type { MskSchemaRegistry } from "./mskSchemaRegistry.ts";
+export type { MskSchemaRegistry, SchemaRegistryAccess } from "./mskSchemaRegistry.ts";
 export * from "./outboxTable.ts";
 export * from "./prebuiltFunction.ts";
 export * from "./prebuiltHandlers.ts";

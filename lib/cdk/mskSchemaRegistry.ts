@@ -1,4 +1,5 @@
 import type { Stack } from "aws-cdk-lib";
+import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { ConfluentSchemaRegistry, GlueSchemaRegistry } from "aws-cdk-lib/aws-lambda-event-sources";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
@@ -110,5 +111,74 @@ export function mskSchemaRegistryConfig(
       secret: registry.secret,
     }),
     env,
+  };
+}
+
+/**
+ * A schema registry the function's own code talks to (`glueRegistry()` / `confluentRegistry()`):
+ * the outbox relay framing what it produces, or a consumer decoding framed bytes itself. Unlike
+ * `addMskTrigger({ schemaRegistry })` this does not involve the event source mapping.
+ */
+export type SchemaRegistryAccess =
+  | {
+      readonly kind: "glue";
+      /** `arn:aws:glue:<region>:<account>:registry/<name>` (a literal: the grants need the name). */
+      readonly registryArn: string;
+      /**
+       * The function may register schemas (`register: true` in the producer's framing):
+       * `glue:RegisterSchemaVersion` and `glue:CreateSchema` besides the lookups.
+       * @default false
+       */
+      readonly register?: boolean;
+    }
+  | {
+      readonly kind: "confluent";
+      /** The registry's URL (https). */
+      readonly url: string;
+      /** A secret with `{"username","password"}`, granted for reading. @default none (no auth) */
+      readonly secret?: secretsmanager.ISecret;
+    };
+
+/** The Glue actions of a function that reads schemas (decoding by id, producing by definition). */
+export const GLUE_READ_ACTIONS = ["glue:GetRegistry", "glue:GetSchemaVersion", "glue:GetSchemaByDefinition"];
+/** The Glue actions a function that registers schemas needs as well. */
+export const GLUE_REGISTER_ACTIONS = ["glue:RegisterSchemaVersion", "glue:CreateSchema"];
+
+/** Grants a function what `access` needs and returns the environment its registry client reads. */
+export function grantSchemaRegistryAccess(
+  scope: Stack,
+  path: string,
+  grantee: iam.IGrantable,
+  access: SchemaRegistryAccess,
+): Readonly<Record<string, string>> {
+  if (access.kind === "glue") {
+    const name = GLUE_ARN.exec(access.registryArn)?.[1];
+    if (!name) {
+      throw new ConsumerRuleError(
+        "SchemaRegistryInvalid",
+        `registryArn '${access.registryArn}' is not a Glue registry ARN (arn:aws:glue:<region>:<account>:registry/<name>)`,
+        path,
+      );
+    }
+    const schemas = access.registryArn.replace(/:registry\/[^/]+$/, `:schema/${name}/*`);
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: [...GLUE_READ_ACTIONS, ...(access.register ? GLUE_REGISTER_ACTIONS : [])],
+      resourceArns: [access.registryArn, schemas],
+    });
+    return { [GLUE_REGISTRY_ENV.registryName]: name };
+  }
+  if (!/^https:\/\//.test(access.url) && !scope.node.tryGetContext("allowPlaintextSchemaRegistry")) {
+    throw new ConsumerRuleError(
+      "SchemaRegistryNotTls",
+      "the schema registry's url must be https (TLS only)",
+      path,
+    );
+  }
+  if (!access.secret) return { [CONFLUENT_REGISTRY_ENV.url]: access.url };
+  access.secret.grantRead(grantee);
+  return {
+    [CONFLUENT_REGISTRY_ENV.url]: access.url,
+    [CONFLUENT_REGISTRY_ENV.secretArn]: access.secret.secretArn,
   };
 }

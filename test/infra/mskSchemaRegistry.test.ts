@@ -118,3 +118,70 @@ describe("addMskTrigger({ schemaRegistry })", () => {
     ).toThrow(/needs KEY, VALUE or both/);
   });
 });
+
+describe("useSchemaRegistry (the function's own registry client: the relay producing, a consumer decoding)", () => {
+  function fn() {
+    const stack = new Stack(testApp(), "P", { env: { account: "111122223333", region: "eu-west-1" } });
+    return { stack, fn: new ConsumerFunction(stack, "Producer", { entry: STUB_ENTRY }) };
+  }
+  const registryArn = "arn:aws:glue:eu-west-1:111122223333:registry/payments";
+  const glueStatement = (t: Template) =>
+    policyActions(t).find((s) => s.actions.some((a) => a.startsWith("glue:")));
+
+  it("Glue, looking schemas up: read actions on the registry and its schemas, the registry name in the environment", () => {
+    const { stack, fn: f } = fn();
+    f.useSchemaRegistry({ kind: "glue", registryArn });
+    const t = Template.fromStack(stack);
+    const s = glueStatement(t);
+    expect(s?.actions.sort()).toEqual([
+      "glue:GetRegistry",
+      "glue:GetSchemaByDefinition",
+      "glue:GetSchemaVersion",
+    ]);
+    expect(s?.resource).toEqual([registryArn, "arn:aws:glue:eu-west-1:111122223333:schema/payments/*"]);
+    t.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: { Variables: Match.objectLike({ GLUE_SCHEMA_REGISTRY_NAME: "payments" }) },
+    });
+  });
+
+  it("Glue, registering: RegisterSchemaVersion and CreateSchema as well", () => {
+    const { stack, fn: f } = fn();
+    f.useSchemaRegistry({ kind: "glue", registryArn, register: true });
+    expect(glueStatement(Template.fromStack(stack))?.actions).toEqual(
+      expect.arrayContaining([
+        "glue:RegisterSchemaVersion",
+        "glue:CreateSchema",
+        "glue:GetSchemaByDefinition",
+      ]),
+    );
+  });
+
+  it("Confluent: read on the secret, the URL and the secret's ARN in the environment; https only", () => {
+    const { stack, fn: f } = fn();
+    f.useSchemaRegistry({
+      kind: "confluent",
+      url: "https://registry.example.com",
+      secret: new secretsmanager.Secret(stack, "RegistryCredentials"),
+    });
+    const t = Template.fromStack(stack);
+    const read = policyActions(t).find((s) => s.actions.includes("secretsmanager:GetSecretValue"));
+    expect(read?.resource).toEqual({ Ref: expect.stringMatching(/RegistryCredentials/) });
+    t.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: {
+        Variables: Match.objectLike({
+          SCHEMA_REGISTRY_URL: "https://registry.example.com",
+          SCHEMA_REGISTRY_SECRET_ARN: { Ref: Match.stringLikeRegexp("RegistryCredentials") },
+        }),
+      },
+    });
+    expect(() =>
+      fn().fn.useSchemaRegistry({ kind: "confluent", url: "http://registry.example.com" }),
+    ).toThrow(/SchemaRegistryNotTls/);
+    expect(() =>
+      fn().fn.useSchemaRegistry({
+        kind: "glue",
+        registryArn: "arn:aws:glue:eu-west-1:111122223333:schema/x/y",
+      }),
+    ).toThrow(/SchemaRegistryInvalid/);
+  });
+});
