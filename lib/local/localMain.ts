@@ -1,6 +1,6 @@
 /**
  * `npm run local`: the reference service on the embedded emulators, with Lambda's trigger
- * semantics, end to end. Starts DynamoDB Local, fauxqs and the Kafka mock; synthesizes the CDK app;
+ * semantics, end to end. Starts DynamoDB Local, fauxqs and an Apache Kafka broker; synthesizes the CDK app;
  * materialises it; runs the bundled functions; sends orders with duplicates, poison and a few long
  * jobs; waits until everything is quiet; counts the outcome from the stored data and prints
  * `RESULT {json}` as its last line. Exit 0 only when nothing was lost and no effect happened twice.
@@ -8,8 +8,9 @@
  *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
  *                    [--cdk-out <dir>] [--timeout 600] [--verbose] [--kafka mock|real]
  *
- * `--kafka real` runs it on a real Apache Kafka broker (KRaft, from Maven Central) instead of the
- * librdkafka mock: topics as the stack declares them, the idempotent producer, no 9 s group joins.
+ * Kafka is a real Apache Kafka broker (KRaft, from Maven Central), as MSK runs: topics as the stack
+ * declares them, the idempotent producer, no 9 s group joins. `--kafka mock` runs it on librdkafka's
+ * mock instead (lighter; the default of `reliable-consumers local` for your own app).
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -86,7 +87,7 @@ async function main(): Promise<number> {
       timeout: { type: "string", default: "600" },
       "max-environments": { type: "string" },
       verbose: { type: "boolean", default: false },
-      kafka: { type: "string", default: "mock" },
+      kafka: { type: "string", default: "real" },
       help: { type: "boolean", default: false },
     },
   });
