@@ -11,6 +11,8 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import { Kafka, logLevel } from "kafkajs";
+// kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
+import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "reliable-consumers/sqs";
 import type { CfnTemplate } from "reliable-consumers/testing";
 import { loadCloudAssembly, synthesize } from "reliable-consumers/testing";

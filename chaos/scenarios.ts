@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
+// kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
+import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createInboxOutbox } from "reliable-consumers/outbox";
 import { type DynamoDbLocal, startDynamoDbLocal } from "reliable-consumers/testing";
 import type { KafkaCluster } from "../lib/local/kafkaCluster.ts";

@@ -14,6 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Kafka, logLevel } from "kafkajs";
+// kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
+import "../kafka/kafkajsRequestQueueFix.ts";
 import { drain, requireCommand, spawnGuarded, stopChild, waitForLine } from "./childProcess.ts";
 import { type KafkaDistribution, kafkaDistribution } from "./kafkaDistribution.ts";
 

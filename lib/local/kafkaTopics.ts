@@ -1,4 +1,6 @@
 import { type Admin, Kafka, logLevel } from "kafkajs";
+// kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
+import "../kafka/kafkajsRequestQueueFix.ts";
 
 /**
  * Creates topics on the local Kafka as they are declared (a CDK `AWS::MSK::Topic`, a retry ladder,

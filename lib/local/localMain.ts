@@ -18,6 +18,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
+// kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
+import "../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { kafkaSubstrateFromArgs, startEmulators } from "./emulators.ts";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";

@@ -1,6 +1,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import { type ISocketFactory, Kafka, logLevel } from "kafkajs";
+// kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
+import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
 import type { CfnTemplate } from "./cloudAssembly.ts";
 import { loadCloudAssembly } from "./cloudAssembly.ts";
