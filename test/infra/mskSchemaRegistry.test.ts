@@ -50,6 +50,21 @@ const policyActions = (t: Template) =>
     ),
   );
 
+/** The function may read the registry secret, and its client finds the URL and the secret's ARN. */
+function expectConfluentSecretAndEnv(t: Template, moreEnv: Record<string, unknown> = {}) {
+  const read = policyActions(t).find((s) => s.actions.includes("secretsmanager:GetSecretValue"));
+  expect(read?.resource).toEqual({ Ref: expect.stringMatching(/RegistryCredentials/) });
+  t.hasResourceProperties("AWS::Lambda::Function", {
+    Environment: {
+      Variables: Match.objectLike({
+        SCHEMA_REGISTRY_URL: "https://registry.example.com",
+        SCHEMA_REGISTRY_SECRET_ARN: { Ref: Match.stringLikeRegexp("RegistryCredentials") },
+        ...moreEnv,
+      }),
+    },
+  });
+}
+
 describe("addMskTrigger({ schemaRegistry })", () => {
   it("Glue: SchemaRegistryConfig on every mapping, glue:GetSchemaVersion granted, the mode in the environment", () => {
     const t = synth({
@@ -95,17 +110,7 @@ describe("addMskTrigger({ schemaRegistry })", () => {
         AccessConfigs: [{ Type: "BASIC_AUTH", URI: { Ref: expect.stringMatching(/^RegistryCredentials/) } }],
       });
     }
-    const read = policyActions(t).find((s) => s.actions.includes("secretsmanager:GetSecretValue"));
-    expect(read?.resource).toEqual({ Ref: expect.stringMatching(/RegistryCredentials/) });
-    t.hasResourceProperties("AWS::Lambda::Function", {
-      Environment: {
-        Variables: Match.objectLike({
-          SCHEMA_REGISTRY_URL: "https://registry.example.com",
-          SCHEMA_REGISTRY_SECRET_ARN: { Ref: Match.stringLikeRegexp("RegistryCredentials") },
-          KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT: "JSON",
-        }),
-      },
-    });
+    expectConfluentSecretAndEnv(t, { KAFKA_SCHEMA_REGISTRY_EVENT_RECORD_FORMAT: "JSON" });
   });
 
   it("refuses a plaintext Confluent URL, a non-registry Glue ARN and an empty attribute list", () => {
@@ -163,17 +168,7 @@ describe("useSchemaRegistry (the function's own registry client: the relay produ
       url: "https://registry.example.com",
       secret: new secretsmanager.Secret(stack, "RegistryCredentials"),
     });
-    const t = Template.fromStack(stack);
-    const read = policyActions(t).find((s) => s.actions.includes("secretsmanager:GetSecretValue"));
-    expect(read?.resource).toEqual({ Ref: expect.stringMatching(/RegistryCredentials/) });
-    t.hasResourceProperties("AWS::Lambda::Function", {
-      Environment: {
-        Variables: Match.objectLike({
-          SCHEMA_REGISTRY_URL: "https://registry.example.com",
-          SCHEMA_REGISTRY_SECRET_ARN: { Ref: Match.stringLikeRegexp("RegistryCredentials") },
-        }),
-      },
-    });
+    expectConfluentSecretAndEnv(Template.fromStack(stack));
     expect(() =>
       fn().fn.useSchemaRegistry({ kind: "confluent", url: "http://registry.example.com" }),
     ).toThrow(/SchemaRegistryNotTls/);
