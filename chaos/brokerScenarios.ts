@@ -4,9 +4,9 @@ import { createKafkaProducer, KafkaPublishTransientError } from "reliable-consum
 import { createInboxOutbox } from "reliable-consumers/outbox";
 import type { KafkaCluster } from "../lib/local/kafkaCluster.ts";
 import { type ChaosService, startChaosService } from "./chaosService.ts";
-import { checkPipeline, type Expectation } from "./invariants.ts";
+import type { Expectation } from "./invariants.ts";
 import { createRng } from "./rng.ts";
-import { declareTopic, type ScenarioContext, type ScenarioResult, settle, withFaults } from "./scenarios.ts";
+import { declareTopic, pipelineResult, type ScenarioContext, type ScenarioResult } from "./scenarios.ts";
 import { readTopic } from "./storedState.ts";
 import { makeOrders, writeAccountVersion } from "./workload.ts";
 
@@ -172,18 +172,12 @@ export async function oneBrokerDown(
     const acks = await probe(ctx.endpoints.kafkaBrokers, probeTopic);
     ctx.log(`  acks=all with one broker down: ${acks.ok ? "ok" : `failed (${acks.kafkaType})`}`);
     await sending;
-    const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 240_000, ctx.log);
-    const check = await checkPipeline(service, w.expected);
-    return {
-      name: "oneBrokerDown",
-      figures: withFaults(
-        { ...check.figures, settled: s.settled, acksAllWithOneDown: acks.ok },
-        w.messages.length,
-        faults,
-      ),
-      details: check.details,
-      durationMs: Date.now() - started,
-    };
+    return await pipelineResult(
+      ctx,
+      service,
+      { name: "oneBrokerDown", started, faults, orders: w },
+      { acksAllWithOneDown: acks.ok },
+    );
   } finally {
     await service.stop();
     await restoreBrokers(cluster);

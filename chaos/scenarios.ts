@@ -124,6 +124,27 @@ export function withFaults(figures: CheckFigures, messages: number, faults: numb
 }
 
 /**
+ * The end of a whole-pipeline scenario: wait until the orders settle, check the stored data, and
+ * report the checks with the scenario's own figures (`extra`) and its fault count.
+ */
+export async function pipelineResult(
+  ctx: ScenarioContext,
+  service: ChaosService,
+  run: { name: string; started: number; faults: number; orders: ReturnType<typeof makeOrders> },
+  extra: Record<string, unknown>,
+): Promise<ScenarioResult> {
+  const { expected, messages } = run.orders;
+  const s = await settle(service, expected, ctx.settleTimeoutMs ?? 240_000, ctx.log);
+  const check = await checkPipeline(service, expected);
+  return {
+    name: run.name,
+    figures: withFaults({ ...check.figures, settled: s.settled, ...extra }, messages.length, run.faults),
+    details: check.details,
+    durationMs: Date.now() - run.started,
+  };
+}
+
+/**
  * A topic the stack does not declare (a scenario's own), declared as the stack declares its own:
  * 3 partitions, RF 3, min ISR 2 (fitted to the cluster; the mock just creates it). A real cluster
  * auto-creates nothing.
@@ -188,18 +209,12 @@ export async function databaseDies(
       ctx.log(`  DynamoDB Local restarted on the same files (pid ${ddb.pid})`);
     }
     await sending;
-    const s = await settle(service, w.expected, ctx.settleTimeoutMs ?? 240_000, ctx.log);
-    const check = await checkPipeline(service, w.expected);
-    return {
-      name: "databaseDies",
-      figures: withFaults(
-        { ...check.figures, settled: s.settled, kills: options.kills },
-        w.messages.length,
-        faults,
-      ),
-      details: check.details,
-      durationMs: Date.now() - started,
-    };
+    return await pipelineResult(
+      ctx,
+      service,
+      { name: "databaseDies", started, faults, orders: w },
+      { kills: options.kills },
+    );
   } finally {
     await service.stop();
     await proxy.close();
