@@ -1,4 +1,6 @@
 import { CreateRegistryCommand, GlueClient } from "@aws-sdk/client-glue";
+import { GlueSchemaRegistry, SchemaCompatibilityType, SchemaType } from "@meinestadt.de/glue-schema-registry";
+import avsc from "avsc";
 import protobufjs from "protobufjs";
 import { SchemaValidationError } from "reliable-consumers";
 import {
@@ -20,8 +22,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MotoServer, startMotoServer } from "../support/motoServer.ts";
 
 // AWS Glue Schema Registry through its real API, served by moto on 127.0.0.1 (not a stand-in).
-// The Glue framing is written by the library's encoder (no JavaScript Glue SerDe exists); its bytes
-// are checked against the golden fixture in test/unit/kafkaWireFormat.test.ts.
+// The Glue framing is written by the library's encoder, checked against the golden fixture in
+// test/unit/kafkaWireFormat.test.ts, and against a third-party Glue SerDe for JavaScript,
+// @meinestadt.de/glue-schema-registry, in both directions (AWS's own SerDe is for Java and Python).
 
 let moto: MotoServer;
 let glue: GlueClient;
@@ -153,5 +156,58 @@ describe("Protobuf and JSON Schema with AWS Glue Schema Registry (moto)", () => 
     expect(await reader.decode(js)).toEqual({ id: "e-1" });
     const invalid = writeGlueFrame(readGlueFrame(js).schemaVersionId, Buffer.from('{"id":1}'));
     await expect(reader.decode(invalid)).rejects.toBeInstanceOf(SchemaValidationError);
+  });
+});
+
+describe("Avro interop with a Glue SerDe of another vendor (@meinestadt.de/glue-schema-registry)", () => {
+  const vendor = () =>
+    new GlueSchemaRegistry(REGISTRY, {
+      endpoint: moto.endpoint,
+      region: "eu-west-1",
+      credentials: { accessKeyId: "test", secretAccessKey: "test" },
+      maxAttempts: 1,
+    });
+
+  it("decodes what their encoder frames, plain and zlib-compressed, resolving their writer into our reader", async () => {
+    const theirs = vendor();
+    const versionId = await theirs.createSchema({
+      type: SchemaType.AVRO,
+      schemaName: "vendor-payments",
+      compatibility: SchemaCompatibilityType.BACKWARD,
+      schema: JSON.stringify(PaymentV1),
+    });
+    if (!versionId) throw new Error("the vendor SerDe registered no schema version");
+    const reader = avro({ registry: glueRegistry({ client: glue }), schema: PaymentV2 });
+    for (const compress of [false, true]) {
+      const bytes = await theirs.encode(versionId, { id: "v-1", amount: 7 }, { compress });
+      expect(readGlueFrame(bytes)).toMatchObject({
+        schemaVersionId: versionId,
+        compression: compress ? "zlib" : "none",
+      });
+      expect({ ...((await reader.decode(bytes)) as object) }).toEqual({
+        id: "v-1",
+        amount: 7,
+        currency: "EUR",
+      });
+    }
+  });
+
+  it("their decoder reads what our encoder frames", async () => {
+    const ours = avroEncoder({
+      registry: glueRegistry({ client: glue, registryName: REGISTRY }),
+      subject: "vendor-refunds",
+      schema: PaymentV1,
+      register: true,
+    });
+    const bytes = await ours.encode({ id: "r-1", amount: 3 });
+    const theirs = vendor();
+    const analysis = await theirs.analyzeMessage(bytes);
+    expect(analysis).toMatchObject({ valid: true, schemaId: readGlueFrame(bytes).schemaVersionId });
+    expect({
+      ...(await theirs.decode<object>(bytes, avsc.Type.forSchema(PaymentV1 as avsc.Schema))),
+    }).toEqual({
+      id: "r-1",
+      amount: 3,
+    });
   });
 });
