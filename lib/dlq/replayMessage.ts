@@ -1,6 +1,14 @@
+import type { KafkaMessage } from "kafkajs";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import type { OutgoingMessage } from "../kafka/producer.ts";
-import type { KafkaDeadLetter } from "./kafkaDeadLetters.ts";
+
+/** What a replay reads of a dead letter (a `KafkaDeadLetter` is one): where it lay, and the record. */
+export interface ReplaySource {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly message: KafkaMessage;
+}
 
 /** Headers that describe the failed attempt; a replay starts the ladder afresh without them. */
 const ATTEMPT_HEADERS: ReadonlySet<string> = new Set([
@@ -16,7 +24,7 @@ const ATTEMPT_HEADERS: ReadonlySet<string> = new Set([
  * still points at the original; the attempt's context dropped, so it starts the retry ladder again;
  * `x-replayed-from` added for tracing.
  */
-export function replayMessage(letter: KafkaDeadLetter, now: Date = new Date()): OutgoingMessage {
+export function replayMessage(letter: ReplaySource, now: Date = new Date()): OutgoingMessage {
   const headers: Record<string, string | Buffer> = {};
   for (const [name, value] of Object.entries(letter.message.headers ?? {})) {
     if (ATTEMPT_HEADERS.has(name) || value === undefined) continue;

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { v7 as uuidv7 } from "uuid";
 import { MESSAGE_ID_HEADER } from "../core/envelope.ts";
+import type { PermanentError } from "../core/errors.ts";
 import { MalformedOutboxItemError, UnitOfWorkInvalidError } from "./errors.ts";
 import {
   OUTBOX_ATTR as A,
@@ -36,6 +37,14 @@ export interface OutboxEvent {
   /** The inbox key of the message that caused it, if any. */
   readonly causationId: string | undefined;
 }
+
+/** What became of one event handed to the publisher (relay, sweeper, requeue). */
+export type PublishOutcome =
+  | { readonly status: "published" }
+  /** Transient: it stays pending and is tried again. */
+  | { readonly status: "failed"; readonly error: Error }
+  /** It can never be published as it is: it is parked with its context. */
+  | { readonly status: "rejected"; readonly error: PermanentError };
 
 /** What a handler stages with `uow.publish(...)`. */
 export interface NewOutboxEvent {

@@ -11,7 +11,7 @@ import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
 import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { PublishFailedError, PublishRejectedError, UnknownDestinationError } from "./errors.ts";
-import { OUTBOX_HEADERS, type OutboxEvent, publishedHeaders } from "./outboxEvent.ts";
+import { OUTBOX_HEADERS, type OutboxEvent, type PublishOutcome, publishedHeaders } from "./outboxEvent.ts";
 import { encodeForKafka, hasSchemaHeader } from "./schemaFraming.ts";
 
 /**
@@ -38,10 +38,7 @@ export type Target =
   | { readonly kind: "kafka"; readonly topic: string }
   | { readonly kind: "sqs"; readonly queueUrl: string; readonly fifo: boolean };
 
-export type PublishOutcome =
-  | { readonly status: "published" }
-  | { readonly status: "failed"; readonly error: Error }
-  | { readonly status: "rejected"; readonly error: PermanentError };
+export type { PublishOutcome } from "./outboxEvent.ts";
 
 export interface OutboxPublisherOptions {
   /** @default createSqsClient() */

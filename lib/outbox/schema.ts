@@ -159,19 +159,5 @@ export const OUTBOX_DEFAULTS = {
   schemaVersion: "1",
 } as const;
 
-/** Environment variables the outbox functions read; the CDK stacks set them. */
-export const OUTBOX_ENV = {
-  /** The app table (inbox markers, business items, outbox events). */
-  tableName: "APP_TABLE_NAME",
-  /** Comma-separated bootstrap brokers; unset disables Kafka destinations. */
-  kafkaBrokers: "KAFKA_BROKERS",
-  /** JSON object: route name → `kafka:<topic>` | `sqs:<queue url>`. Optional. */
-  routes: "OUTBOX_ROUTES",
-  /** SQS queue where events that fail permanently are parked with their context. Optional. */
-  parkingQueueUrl: "OUTBOX_PARKING_QUEUE_URL",
-  /** Sweeper: republish events pending for longer than this many ms. */
-  sweeperMinAgeMs: "OUTBOX_SWEEPER_MIN_AGE_MS",
-  /** Sweeper: the most events republished in one run. */
-  sweeperMaxEvents: "OUTBOX_SWEEPER_MAX_EVENTS",
-  pendingShards: "OUTBOX_PENDING_SHARDS",
-} as const;
+/** Environment variables the outbox functions read (the names live with the others in lib/env.ts). */
+export { OUTBOX_ENV } from "../env.ts";

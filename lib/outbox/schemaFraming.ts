@@ -2,8 +2,7 @@ import { classifyError, PermanentError } from "../core/errors.ts";
 import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
 import { encodeOutboxPayloads, OUTBOX_SCHEMA_HEADER } from "../kafka/schemas/outboxSchemas.ts";
 import { PublishFailedError } from "./errors.ts";
-import type { OutboxEvent } from "./outboxEvent.ts";
-import type { PublishOutcome } from "./publisher.ts";
+import type { OutboxEvent, PublishOutcome } from "./outboxEvent.ts";
 
 export const hasSchemaHeader = (events: ReadonlyArray<OutboxEvent>): boolean =>
   events.some((e) => e.headers[OUTBOX_SCHEMA_HEADER] !== undefined);

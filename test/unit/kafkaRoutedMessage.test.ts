@@ -93,11 +93,6 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
         topic: "orders.DLQ",
         partition: 0,
         offset: "5",
-        deadLetteredAtMs: 0,
-        errorType: "E",
-        lastError: "E: x",
-        originalTopic: "orders",
-        messageId: "m-1",
         message: {
           key: Buffer.from("k"),
           value: Buffer.from("v"),
