@@ -12,7 +12,8 @@
  * `kafkaSubstrates.<mock|real>`; the real brokers run with the full JIT, as in production.
  */
 import { existsSync } from "node:fs";
-import { type KafkaSubstrate, startEmulators, startLocalKafka } from "../lib/local/emulators.ts";
+import { startEmulators } from "reliable-consumers/testing";
+import { type KafkaSubstrate, startLocalKafka } from "../lib/local/emulators.ts";
 import { runSqsBench, warmUp } from "./sqsIdempotency.ts";
 
 function arg(name: string): string | undefined {

@@ -15,12 +15,13 @@ import { Kafka, logLevel } from "kafkajs";
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "reliable-consumers/sqs";
 import type { CfnTemplate } from "reliable-consumers/testing";
-import { loadCloudAssembly, synthesize } from "reliable-consumers/testing";
 import {
   type LocalRuntime,
-  type RuntimeClient,
+  loadCloudAssembly,
   startLocalRuntime,
-} from "../lib/local/runtime/localRuntime.ts";
+  synthesize,
+} from "reliable-consumers/testing";
+import type { RuntimeClient } from "../lib/local/runtime/localRuntime.ts";
 import type { KafkaMapping } from "../lib/local/runtime/model.ts";
 import { type ScenarioTargets, scenarioTargets } from "../lib/local/runtime/referenceScenario.ts";
 import type { EventSource } from "../lib/local/runtime/sqsEventSource.ts";

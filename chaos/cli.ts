@@ -15,7 +15,8 @@
  * duplicate effect on the transactional path, every repeated external effect is accounted for by
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
-import { kafkaSubstrateFromArgs, startEmulators } from "../lib/local/emulators.ts";
+import { startEmulators } from "reliable-consumers/testing";
+import { kafkaSubstrateFromArgs } from "../lib/local/emulators.ts";
 import { badInputsThroughService } from "./badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";

@@ -13,10 +13,15 @@ import {
   replayKafkaDeadLetters,
 } from "reliable-consumers/dlq";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
-import { packAttributes, toSqsEnvelope, unpackAttributes } from "reliable-consumers/sqs";
+import {
+  packAttributes,
+  parkInDeadLetterQueue,
+  toSqsEnvelope,
+  unpackAttributes,
+} from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parkInDeadLetterQueue, toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
+import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -1,10 +1,17 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "reliable-consumers/outbox";
+import {
+  OUTBOX_ATTR as A,
+  clearPendingFenced,
+  OUTBOX_DEFAULTS,
+  pendingShard,
+  requeueParked,
+  toOutboxItem,
+} from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pendingShard, resolveNewEvent, toOutboxItem } from "../../lib/outbox/outboxEvent.ts";
-import { clearPendingFenced, park, requeueParked } from "../../lib/outbox/settle.ts";
+import { resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
+import { park } from "../../lib/outbox/settle.ts";
 import { names } from "../support/names.ts";
 
 /**

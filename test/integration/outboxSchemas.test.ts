@@ -8,9 +8,9 @@ import {
   OUTBOX_SCHEMA_HEADER,
   readConfluentFrame,
 } from "reliable-consumers/kafka";
-import { createOutboxPublisher } from "reliable-consumers/outbox";
+import { createOutboxPublisher, type NewOutboxEvent } from "reliable-consumers/outbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type NewOutboxEvent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
+import { resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 import { tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -1,5 +1,6 @@
+import { type Emulators, startEmulators } from "reliable-consumers/testing";
 import type { TestProject } from "vitest/node";
-import { type Emulators, type KafkaSubstrate, startEmulators } from "../../lib/local/emulators.ts";
+import type { KafkaSubstrate } from "../../lib/local/emulators.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

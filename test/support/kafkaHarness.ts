@@ -2,6 +2,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
+import type { Telemetry } from "reliable-consumers";
 import type { ConsumedRecord } from "reliable-consumers/kafka";
 import { ladderTopics, type RetryLadder } from "reliable-consumers/kafka";
 import {
@@ -9,7 +10,7 @@ import {
   createDeclaredTopics,
   type TopicDeclaration,
 } from "../../lib/local/kafkaTopics.ts";
-import type { MetricName, Telemetry } from "../../lib/observability/telemetry.ts";
+import type { MetricName } from "../../lib/observability/telemetry.ts";
 import { kafka } from "./clients.ts";
 
 /** Telemetry that logs nothing and counts metrics in memory, so tests can assert on them. */

@@ -7,8 +7,8 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { Envelope } from "reliable-consumers";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
-import { createStreamPoller, type StreamPollerOptions } from "../../lib/outbox/streamPoller.ts";
+import { createStreamPoller, OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
+import type { StreamPollerOptions } from "../../lib/outbox/streamPoller.ts";
 import { dynamodbStreams } from "./clients.ts";
 
 /** An envelope as the SQS adapter would build it, for driving the unit of work directly. */

@@ -1,14 +1,13 @@
-import { describe, expect, it } from "vitest";
 import {
   createRetryLadder,
   dueDecision,
-  formatDelay,
   ladderFromRuntimeConfig,
   ladderTopics,
-  parseDelay,
   routeFailure,
   topicRole,
-} from "../../lib/kafka/retryLadder.ts";
+} from "reliable-consumers/kafka";
+import { describe, expect, it } from "vitest";
+import { formatDelay, parseDelay } from "../../lib/kafka/retryLadder.ts";
 
 const ladder = createRetryLadder();
 

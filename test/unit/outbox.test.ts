@@ -3,32 +3,31 @@ import type { Envelope } from "reliable-consumers";
 import { KeyReuseError, PermanentError, TransientError } from "reliable-consumers";
 import {
   BusinessConditionFailedError,
+  createInboxOutbox,
   FOLDED_HEADERS_ATTRIBUTE,
   itemSize,
   MalformedOutboxItemError,
+  matchesFilter,
+  OUTBOX_HEADERS,
   OUTBOX_STREAM_FILTER_PATTERN,
   parseDestination,
+  parseOutboxItem,
+  pendingShard,
+  publishedHeaders,
   TransactionConflictError,
   TransactionRejectedError,
   TransactionThrottledError,
+  toOutboxItem,
   toSqsAttributes,
   UnitOfWorkInvalidError,
   UnitOfWorkTooLargeError,
 } from "reliable-consumers/outbox";
 import { describe, expect, it } from "vitest";
-import {
-  isTraceparent,
-  OUTBOX_HEADERS,
-  parseOutboxItem,
-  pendingShard,
-  publishedHeaders,
-  resolveNewEvent,
-  toOutboxItem,
-} from "../../lib/outbox/outboxEvent.ts";
+import { isTraceparent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
-import { matchesFilter, toLambdaImage } from "../../lib/outbox/streamPoller.ts";
-import { createInboxOutbox, interpretFailure } from "../../lib/outbox/unitOfWork.ts";
+import { toLambdaImage } from "../../lib/outbox/streamPoller.ts";
+import { interpretFailure } from "../../lib/outbox/unitOfWork.ts";
 
 const build = {
   now: 1_700_000_000_000,
