@@ -1,6 +1,8 @@
-import { type Emulators, startEmulators } from "reliable-consumers/testing";
 import type { TestProject } from "vitest/node";
-import type { KafkaSubstrate } from "../../lib/local/emulators.ts";
+// Relative, not `reliable-consumers/testing`: Vitest loads its global setup outside the test
+// environments, without their `reliable-consumers-source` condition, so the package name would
+// resolve to dist/, which a fresh clone does not have.
+import { type Emulators, type KafkaSubstrate, startEmulators } from "../../lib/local/emulators.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
