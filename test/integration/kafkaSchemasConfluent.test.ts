@@ -29,6 +29,7 @@ import golden from "../fixtures/schemas/golden.json" with { type: "json" };
 
 const golden_ = golden;
 
+import { PaymentV1, PaymentV2, PaymentV3 } from "../fixtures/schemas/payment.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 
 // Decoding Confluent-framed Avro, Protobuf and JSON Schema records with the registry's REST API.
@@ -47,23 +48,6 @@ beforeAll(async () => {
 afterAll(() => registry.stop());
 
 const auth = { username: "key", password: "secret" };
-const PaymentV1 = {
-  type: "record",
-  name: "Payment",
-  namespace: "com.example",
-  fields: [
-    { name: "id", type: "string" },
-    { name: "amount", type: "long" },
-  ],
-};
-const PaymentV2 = {
-  ...PaymentV1,
-  fields: [...PaymentV1.fields, { name: "currency", type: "string", default: "EUR" }],
-};
-const PaymentV3 = {
-  ...PaymentV1,
-  fields: [...PaymentV2.fields, { name: "note", type: ["null", "string"], default: null }],
-};
 
 async function confluentAvro(subject: string, schema: object, values: object[]): Promise<Buffer[]> {
   const id = await client.register(subject, { schemaType: "AVRO", schema: JSON.stringify(schema) });

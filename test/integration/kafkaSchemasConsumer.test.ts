@@ -14,6 +14,7 @@ import {
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { PaymentV1 } from "../fixtures/schemas/payment.ts";
 import { dynamodb } from "../support/clients.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 import { lambdaContext, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
@@ -41,15 +42,6 @@ afterAll(async () => {
   await registry.stop();
 });
 
-const Payment = {
-  type: "record",
-  name: "Payment",
-  namespace: "com.example",
-  fields: [
-    { name: "id", type: "string" },
-    { name: "amount", type: "long" },
-  ],
-};
 type Payment = { id: string; amount: number };
 
 function processor(handler: KafkaRecordHandler<Payment>, over: Partial<KafkaConsumerOptions<Payment>> = {}) {
@@ -89,7 +81,7 @@ describe("Avro records through the Kafka consumer with a Confluent registry", ()
     const topic = name("avro-bad");
     const id = await client.register(`${topic}-value`, {
       schemaType: "AVRO",
-      schema: JSON.stringify(Payment),
+      schema: JSON.stringify(PaymentV1),
     });
     const ser = new AvroSerializer(client, SerdeType.VALUE, { useSchemaId: id });
     const good = await ser.serialize(topic, { id: "g-1", amount: 5 });
@@ -139,7 +131,7 @@ describe("Avro records through the Kafka consumer with a Confluent registry", ()
     const topic = name("avro-down");
     const id = await client.register(`${topic}-value`, {
       schemaType: "AVRO",
-      schema: JSON.stringify(Payment),
+      schema: JSON.stringify(PaymentV1),
     });
     const ser = new AvroSerializer(client, SerdeType.VALUE, { useSchemaId: id });
     const bytes = await ser.serialize(topic, { id: "d-1", amount: 1 });

@@ -19,6 +19,7 @@ import {
   writeGlueFrame,
 } from "reliable-consumers/kafka";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PaymentV1, PaymentV2 } from "../fixtures/schemas/payment.ts";
 import { type MotoServer, startMotoServer } from "../support/motoServer.ts";
 
 // AWS Glue Schema Registry through its real API, served by moto on 127.0.0.1 (not a stand-in).
@@ -50,20 +51,6 @@ beforeAll(async () => {
   await glue.send(new CreateRegistryCommand({ RegistryName: REGISTRY }));
 }, 60_000);
 afterAll(() => moto?.stop());
-
-const PaymentV1 = {
-  type: "record",
-  name: "Payment",
-  namespace: "com.example",
-  fields: [
-    { name: "id", type: "string" },
-    { name: "amount", type: "long" },
-  ],
-};
-const PaymentV2 = {
-  ...PaymentV1,
-  fields: [...PaymentV1.fields, { name: "currency", type: "string", default: "EUR" }],
-};
 
 describe("Avro with AWS Glue Schema Registry (moto)", () => {
   it("registers, frames, fetches by version UUID once, and resolves the writer into the reader", async () => {

@@ -56,19 +56,25 @@ async function queue(what: string, maximumMessageSize?: number) {
 const bodies = async (url: string) => (await receiveAll(sqs, url)).map((m) => m.Body);
 const minAgeMs = 60_000;
 
+/** A unit of work on `table` that stages to `sqs:<queueUrl>`, with a clock the test moves on. */
+function clockedOutbox(table: string, scope: string, queueUrl: string) {
+  const clock = { ms: Date.now() };
+  const now = () => clock.ms;
+  const uow = createInboxOutbox({
+    tableName: table,
+    scope,
+    client: ddb,
+    defaultDestination: `sqs:${queueUrl}`,
+    now,
+  });
+  return { uow, clock, now };
+}
+
 describe("order per aggregate", () => {
   it("a stream mapping that gave up on E1, E2: the relay holds E3 back, the sweeper sends E1, E2, E3 in order", async () => {
     const { table, streamArn } = await appTable("gaveup");
     const fifo = await queue("events.fifo");
-    let clock = Date.now();
-    const now = () => clock;
-    const uow = createInboxOutbox({
-      tableName: table,
-      scope: "g",
-      client: ddb,
-      defaultDestination: `sqs:${fifo}`,
-      now,
-    });
+    const { uow, clock, now } = clockedOutbox(table, "g", fifo);
     const write = (id: string, agg: string, v: string) =>
       uow.run(envelopeOf(id, {}), (tx) => {
         tx.publish({ aggregateType: "acct", aggregateId: agg, eventType: "Changed", payload: v });
@@ -95,7 +101,7 @@ describe("order per aggregate", () => {
     expect((await trigger.drain()).discarded).toBe(2); // E1, E2 dropped from the stream: still pending
 
     down = false;
-    clock += 1_000;
+    clock.ms += 1_000;
     await write("a3", "A", "A3");
     await write("b1", "B", "B1");
     await trigger.drain();
@@ -103,7 +109,7 @@ describe("order per aggregate", () => {
     expect(await bodies(fifo)).toEqual(["B1"]);
     expect(relay.lastReport?.deferred).toBe(1);
 
-    clock += minAgeMs + 1_000;
+    clock.ms += minAgeMs + 1_000;
     const sweeper = createOutboxSweeper({
       tableName: table,
       client: ddb,
@@ -118,15 +124,7 @@ describe("order per aggregate", () => {
   it("a parked event holds its aggregate back on the relay and the sweeper until it is requeued; discard releases it", async () => {
     const { table, streamArn } = await appTable("parked");
     const fifo = await queue("events.fifo");
-    let clock = Date.now();
-    const now = () => clock;
-    const uow = createInboxOutbox({
-      tableName: table,
-      scope: "p",
-      client: ddb,
-      defaultDestination: `sqs:${fifo}`,
-      now,
-    });
+    const { uow, clock, now } = clockedOutbox(table, "p", fifo);
     let e1 = "";
     await uow.run(envelopeOf("p1", {}), (tx) => {
       e1 = tx.publish({
@@ -152,7 +150,7 @@ describe("order per aggregate", () => {
     expect(items.filter((i) => i.pending !== undefined).map((i) => i.payload?.S)).toEqual(["A2"]);
 
     // The sweeper keeps the rule too: A2 stays pending behind the parked E1.
-    clock += minAgeMs + 1_000;
+    clock.ms += minAgeMs + 1_000;
     const sweeper = createOutboxSweeper({ tableName: table, client: ddb, minAgeMs, now });
     expect(await sweeper.sweep()).toMatchObject({ republished: 0, held: 1, pendingCount: 1 });
     expect(await bodies(fifo)).toEqual([]);
@@ -164,11 +162,11 @@ describe("order per aggregate", () => {
       await requeueParked(ddb, table, key, {
         shard: pendingShard("acct", "A", OUTBOX_DEFAULTS.pendingShards),
         destination: `sqs:${fifo}`,
-        now: clock,
+        now: clock.ms,
       }),
     ).toBe(true);
     expect(await sweeper.sweep()).toMatchObject({ republished: 0, held: 1 });
-    clock += minAgeMs + 1_000;
+    clock.ms += minAgeMs + 1_000;
     await sweeper.sweep();
     await sweeper.sweep();
     expect(await bodies(fifo)).toEqual(["A1", "A2"]);
@@ -188,11 +186,11 @@ describe("order per aggregate", () => {
       tx.publish({ aggregateType: "acct", aggregateId: "C", eventType: "E", payload: "C2" });
     });
     await trigger.drain();
-    clock += minAgeMs + 1_000;
+    clock.ms += minAgeMs + 1_000;
     expect(await sweeper.sweep()).toMatchObject({ republished: 0, held: 1 });
-    expect(await discardParked(ddb, table, { pk: "OUTBOX#acct#C", sk: `EVENT#${c1}` }, { now: clock })).toBe(
-      true,
-    );
+    expect(
+      await discardParked(ddb, table, { pk: "OUTBOX#acct#C", sk: `EVENT#${c1}` }, { now: clock.ms }),
+    ).toBe(true);
     expect(await sweeper.sweep()).toMatchObject({ republished: 1, held: 0, pendingCount: 0 });
     expect(await bodies(fifo)).toEqual(["C2"]);
   });
@@ -248,15 +246,7 @@ describe("order per aggregate", () => {
     const { table } = await appTable("toolarge-sweep");
     const small = await queue("small2.fifo", 1_024);
     const parking = await queue("parking2", 2_048);
-    let clock = Date.now();
-    const now = () => clock;
-    const uow = createInboxOutbox({
-      tableName: table,
-      scope: "s",
-      client: ddb,
-      defaultDestination: `sqs:${small}`,
-      now,
-    });
+    const { uow, clock, now } = clockedOutbox(table, "s", small);
     let big = "";
     await uow.run(envelopeOf("s1", {}), (tx) => {
       big = tx.publish({
@@ -270,7 +260,7 @@ describe("order per aggregate", () => {
     await uow.run(envelopeOf("s2", {}), (tx) => {
       tx.publish({ aggregateType: "doc", aggregateId: "A", eventType: "E", payload: "A2" });
     });
-    clock += minAgeMs + 1_000;
+    clock.ms += minAgeMs + 1_000;
     const sweeper = createOutboxSweeper({
       tableName: table,
       client: ddb,
