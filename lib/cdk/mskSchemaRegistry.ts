@@ -49,6 +49,26 @@ export const MSK_SCHEMA_REGISTRY_DEFAULTS = {
 
 const GLUE_ARN = /^arn:[^:]+:glue:[^:]+:[^:]+:registry\/([^/]+)$/;
 
+/** The registry's name from its ARN, which must be a literal: the grants and the environment need it. */
+function glueRegistryName(registryArn: string, path: string): string {
+  const name = GLUE_ARN.exec(registryArn)?.[1];
+  if (!name) {
+    throw new ConsumerRuleError(
+      "SchemaRegistryInvalid",
+      `schemaRegistry.registryArn '${registryArn}' is not a Glue registry ARN (arn:aws:glue:<region>:<account>:registry/<name>)`,
+      path,
+    );
+  }
+  return name;
+}
+
+/** TLS only, unless the app's context allows a plaintext registry (local tests). */
+function assertTlsRegistry(scope: Stack, url: string, path: string): void {
+  if (!/^https:\/\//.test(url) && !scope.node.tryGetContext("allowPlaintextSchemaRegistry")) {
+    throw new ConsumerRuleError("SchemaRegistryNotTls", "schemaRegistry.url must be https (TLS only)", path);
+  }
+}
+
 /** The CDK schema-registry config for every mapping of the trigger, and the function's environment. */
 export function mskSchemaRegistryConfig(
   scope: Stack,
@@ -75,21 +95,11 @@ export function mskSchemaRegistryConfig(
     [SCHEMA_REGISTRY_ENV.attributes]: attributes.join(","),
   };
   if (registry.kind === "glue") {
-    const name = GLUE_ARN.exec(registry.registryArn)?.[1];
-    if (!name) {
-      throw new ConsumerRuleError(
-        "SchemaRegistryInvalid",
-        `schemaRegistry.registryArn '${registry.registryArn}' is not a Glue registry ARN (arn:aws:glue:<region>:<account>:registry/<name>)`,
-        path,
-      );
-    }
-    env[GLUE_REGISTRY_ENV.registryName] = name;
+    env[GLUE_REGISTRY_ENV.registryName] = glueRegistryName(registry.registryArn, path);
     // Grants glue:GetRegistry on the registry and glue:GetSchemaVersion on it and its schemas.
     return { config: new GlueSchemaRegistry({ ...common, schemaRegistryArn: registry.registryArn }), env };
   }
-  if (!/^https:\/\//.test(registry.url) && !scope.node.tryGetContext("allowPlaintextSchemaRegistry")) {
-    throw new ConsumerRuleError("SchemaRegistryNotTls", "schemaRegistry.url must be https (TLS only)", path);
-  }
+  assertTlsRegistry(scope, registry.url, path);
   env[CONFLUENT_REGISTRY_ENV.url] = registry.url;
   if (!registry.secret) {
     return {
@@ -152,14 +162,7 @@ export function grantSchemaRegistryAccess(
   access: SchemaRegistryAccess,
 ): Readonly<Record<string, string>> {
   if (access.kind === "glue") {
-    const name = GLUE_ARN.exec(access.registryArn)?.[1];
-    if (!name) {
-      throw new ConsumerRuleError(
-        "SchemaRegistryInvalid",
-        `registryArn '${access.registryArn}' is not a Glue registry ARN (arn:aws:glue:<region>:<account>:registry/<name>)`,
-        path,
-      );
-    }
+    const name = glueRegistryName(access.registryArn, path);
     const schemas = access.registryArn.replace(/:registry\/[^/]+$/, `:schema/${name}/*`);
     iam.Grant.addToPrincipal({
       grantee,
@@ -168,13 +171,7 @@ export function grantSchemaRegistryAccess(
     });
     return { [GLUE_REGISTRY_ENV.registryName]: name };
   }
-  if (!/^https:\/\//.test(access.url) && !scope.node.tryGetContext("allowPlaintextSchemaRegistry")) {
-    throw new ConsumerRuleError(
-      "SchemaRegistryNotTls",
-      "the schema registry's url must be https (TLS only)",
-      path,
-    );
-  }
+  assertTlsRegistry(scope, access.url, path);
   if (!access.secret) return { [CONFLUENT_REGISTRY_ENV.url]: access.url };
   access.secret.grantRead(grantee);
   return {
