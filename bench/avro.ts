@@ -15,14 +15,11 @@
  * `npm run bench -- --only avro`, or alone: `npx tsx bench/avro.ts` (`BENCH_AVRO_RECORDS` sets the
  * size, for a quick check). Figures go to bench/README.md only from a run on a quiet machine.
  */
-import { Logger } from "@aws-lambda-powertools/logger";
-import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { Context } from "aws-lambda";
-import type { Telemetry } from "reliable-consumers";
-import type { KafkaProducer, MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
+import type { MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
 import { avro, avroEncoder, confluentRegistry, createKafkaBatchProcessor } from "reliable-consumers/kafka";
 import { startConfluentStandIn } from "../test/support/confluentRegistryStandIn.ts";
+import { benchContext, noProducer, quietTelemetry } from "./kafkaStubs.ts";
 
 const RECORDS = Number(process.env.BENCH_AVRO_RECORDS ?? 1_000);
 const PARTITIONS = 10;
@@ -55,22 +52,7 @@ const SCHEMA = {
 };
 type Order = { orderId: string; amountCents: number; lines: unknown[] };
 
-const context = { functionName: "bench-avro", getRemainingTimeInMillis: () => 900_000 } as unknown as Context;
-const quietTelemetry: Telemetry = {
-  logger: new Logger({ logLevel: "SILENT" }),
-  metrics: { publishStoredMetrics() {} } as unknown as Metrics,
-  logPayloads: false,
-  count() {},
-};
-const noProducer: KafkaProducer = {
-  send: async () => {
-    throw new Error("bench: unexpected produce");
-  },
-  sendBatch: async () => {
-    throw new Error("bench: unexpected produce");
-  },
-  disconnect: async () => {},
-};
+const context = benchContext("bench-avro");
 
 function eventOf(values: Buffer[], round: number): MskEventJson {
   const records: Record<string, MskRecordJson[]> = {};

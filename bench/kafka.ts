@@ -14,15 +14,12 @@
  * KAFKA_BROKERS variables point at running ones). `npm run bench` runs it after the SQS benchmark.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { Logger } from "@aws-lambda-powertools/logger";
-import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { Context } from "aws-lambda";
-import type { Telemetry } from "reliable-consumers";
-import type { KafkaProducer, MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
+import type { MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
 import { createKafkaBatchProcessor, type KafkaRecordHandler } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable, type Emulators, startEmulators } from "reliable-consumers/testing";
 import { countDynamoDb } from "./ddbCounter.ts";
+import { benchContext, noProducer, quietTelemetry } from "./kafkaStubs.ts";
 
 const RECORDS = 1_000;
 const PARTITIONS = 10;
@@ -30,28 +27,7 @@ const KEYS = 100;
 const IO_MS = 2;
 const ROUNDS = 3;
 
-const context = {
-  functionName: "bench-kafka",
-  getRemainingTimeInMillis: () => 900_000,
-} as unknown as Context;
-
-const quietTelemetry: Telemetry = {
-  logger: new Logger({ logLevel: "SILENT" }),
-  metrics: { publishStoredMetrics() {} } as unknown as Metrics,
-  logPayloads: false,
-  count() {},
-};
-
-/** Never called: nothing fails in this workload. Throws if it is, so the numbers cannot lie. */
-const noProducer: KafkaProducer = {
-  send: async () => {
-    throw new Error("bench: unexpected produce");
-  },
-  sendBatch: async () => {
-    throw new Error("bench: unexpected produce");
-  },
-  disconnect: async () => {},
-};
+const context = benchContext("bench-kafka");
 
 function benchEvent(round: number): MskEventJson {
   const records: Record<string, MskRecordJson[]> = {};
