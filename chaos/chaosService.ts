@@ -23,8 +23,8 @@ import {
 } from "reliable-consumers/testing";
 import type { RuntimeClient } from "../lib/local/runtime/localRuntime.ts";
 import type { KafkaMapping } from "../lib/local/runtime/model.ts";
-import { type ScenarioTargets, scenarioTargets } from "../lib/local/runtime/referenceScenario.ts";
 import type { EventSource } from "../lib/local/runtime/sqsEventSource.ts";
+import { type ScenarioTargets, scenarioTargets } from "../scenario/referenceScenario.ts";
 import { CHAOS_STACK, CHAOS_TOPIC } from "./chaosApp.ts";
 import { REDIRECT_ENV, type RedirectMap, redirectingSocketFactory } from "./netRedirect.ts";
 import { type CrashDecision, type PaymentProvider, startPaymentProvider } from "./paymentProvider.ts";

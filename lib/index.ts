@@ -4,7 +4,6 @@
  * `lib/outbox`, `lib/dlq`.
  */
 
-export { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "./core/backoff.ts";
 export type { Envelope, KeySource, RecordSource } from "./core/envelope.ts";
 export {
   ConsumerConfigError,
@@ -42,12 +41,13 @@ export {
 } from "./dedup/idempotency.ts";
 export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS, DEDUP_TTL_ATTRIBUTE } from "./dedup/schema.ts";
 export { KAFKA_CONSUMER_DEFAULTS } from "./kafka/kafkaBatchProcessor.ts";
+export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./kafka/kafkaConsumer.ts";
 export { getKafkaProducer, type KafkaProducer } from "./kafka/producer.ts";
 export { createRetryLadder, ladderFromRuntimeConfig, type RetryLadder } from "./kafka/retryLadder.ts";
-export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./middleware/kafkaConsumer.ts";
-export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./middleware/sqsConsumer.ts";
 export { createTelemetry, METRIC, type Telemetry, type TelemetryOptions } from "./observability/telemetry.ts";
 export { createInboxOutbox, createOutboxRelay, createOutboxSweeper, withUnitOfWork } from "./outbox/index.ts";
+export { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "./sqs/backoff.ts";
 export { SQS_CONSUMER_DEFAULTS } from "./sqs/sqsBatchProcessor.ts";
 export { createSqsClient } from "./sqs/sqsClient.ts";
+export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./sqs/sqsConsumer.ts";
 export { SQS_ENVELOPE_DEFAULTS } from "./sqs/sqsEnvelope.ts";

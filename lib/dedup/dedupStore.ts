@@ -6,8 +6,8 @@ import {
   DynamoDBClient,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { decideRejectedClaim, type ExistingDedupRecord } from "../core/dedupDecision.ts";
 import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
+import { decideRejectedClaim, type ExistingDedupRecord } from "./dedupDecision.ts";
 import { DEDUP_ATTR as A, DEDUP_DEFAULTS, type DedupStatus, dedupPk } from "./schema.ts";
 import { type BatchingOptions, StatementBatcher } from "./statementBatcher.ts";
 

@@ -11,14 +11,14 @@ import {
   type SQSClient,
   StartMessageMoveTaskCommand,
 } from "@aws-sdk/client-sqs";
+import { MESSAGE_ID_HEADER } from "../core/envelope.ts";
+import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import {
   FOLDED_ATTRIBUTE,
   type PlainAttribute,
   packAttributes,
   unpackAttributes,
-} from "../core/attributePacking.ts";
-import { MESSAGE_ID_HEADER } from "../core/envelope.ts";
-import { CONTEXT_HEADERS } from "../core/failureContext.ts";
+} from "../sqs/attributePacking.ts";
 import { toSdkAttributes } from "../sqs/deadLetter.ts";
 import {
   type DeadLetterFilter,

@@ -1,11 +1,6 @@
 /** The Kafka (MSK) side of the library. See docs/kafka.md. */
 
 export {
-  type KafkaConsumerConfig,
-  kafkaBatchMiddleware,
-  kafkaConsumer,
-} from "../middleware/kafkaConsumer.ts";
-export {
   DEFAULT_RETRY,
   type KafkaConnectionConfig,
   kafkaConfigFromEnv,
@@ -23,6 +18,11 @@ export {
   type KafkaRecordHandler,
 } from "./kafkaBatchProcessor.ts";
 export {
+  type KafkaConsumerConfig,
+  kafkaBatchMiddleware,
+  kafkaConsumer,
+} from "./kafkaConsumer.ts";
+export {
   BinaryHeaderError,
   BinaryKeyError,
   brokerId,
@@ -37,7 +37,6 @@ export {
 } from "./kafkaEnvelope.ts";
 export { kafkajsRequestQueueFixed } from "./kafkajsRequestQueueFix.ts";
 export { type KafkaRecordView, type MskEventJson, type MskRecordJson, readKafkaEvent } from "./mskEvent.ts";
-export { type ConsumedRecord, toMskEvent } from "./mskEventBuilder.ts";
 export {
   type KafkaBatchItemFailure,
   type KafkaBatchResponse,

@@ -1,20 +1,20 @@
 import { setTimeout as sleepMs } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
-import { decodeRecords, planBatch, type RecordPlan } from "../core/batchPlan.ts";
+import { decodeRecords, planBatch, type RecordPlan } from "../batch/batchPlan.ts";
+import { claimAhead, releaseUnused, settleCompletions } from "../batch/recordClaims.ts";
+import { done, type RecordOutcome } from "../batch/recordOutcome.ts";
+import { openInvocation, runPlannedRecord, runPlans } from "../batch/recordRun.ts";
 import { readConsumerEnv } from "../core/consumerEnv.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { describeError } from "../core/errors.ts";
-import { done, type RecordOutcome } from "../core/recordOutcome.ts";
 import {
   createIdempotency,
   type DuplicateHandler,
   type IdempotencyOptions,
   type IdempotencySetting,
 } from "../dedup/idempotency.ts";
-import { claimAhead, releaseUnused, settleCompletions } from "../dedup/recordClaims.ts";
-import { openInvocation, runPlannedRecord, runPlans } from "../dedup/recordRun.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { kafkaRouting, keyLaneOf } from "./kafkaRouting.ts";

@@ -3,10 +3,10 @@
  * dead-letter topic, or back to Lambda in `partial-batch` mode), key order on the retry path, the
  * one produce request for everything routed, and the answer. Built per invocation.
  */
-import { createLaneGate, type RecordPlan } from "../core/batchPlan.ts";
+import { createLaneGate, type RecordPlan } from "../batch/batchPlan.ts";
+import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { KafkaBatchIncompleteError, NotYetDueError, RouteProduceError } from "./errors.ts";
 import type { KafkaRecordView } from "./mskEvent.ts";

@@ -2,8 +2,8 @@ import type { Context } from "aws-lambda";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
 import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "../kafka/config.ts";
 import type { MskEventJson } from "../kafka/mskEvent.ts";
-import { toMskEvent } from "../kafka/mskEventBuilder.ts";
 import type { KafkaBatchResponse } from "../kafka/partialResponse.ts";
+import { toMskEvent } from "./mskEventBuilder.ts";
 
 export interface LocalKafkaTriggerOptions {
   readonly topic: string;

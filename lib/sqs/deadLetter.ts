@@ -1,7 +1,7 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
-import { carriedMessageId, type PlainAttribute, packAttributes } from "../core/attributePacking.ts";
 import { contextToHeaders, type FailureContext } from "../core/failureContext.ts";
+import { carriedMessageId, type PlainAttribute, packAttributes } from "./attributePacking.ts";
 
 /** A record's message attributes as they were sent. */
 export function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {

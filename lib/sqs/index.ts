@@ -1,12 +1,12 @@
 /** The SQS side of the library. See the README. */
+
+export { PermanentError, TransientError } from "../core/errors.ts";
 export {
   CONTEXT_ATTRIBUTE,
   FOLDED_ATTRIBUTE,
   packAttributes,
   unpackAttributes,
-} from "../core/attributePacking.ts";
-export { PermanentError, TransientError } from "../core/errors.ts";
-export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "../middleware/sqsConsumer.ts";
+} from "./attributePacking.ts";
 export { parkInDeadLetterQueue } from "./deadLetter.ts";
 export { QueueNotFoundError } from "./errors.ts";
 export { type QueueInfo, QueueResolver } from "./queueResolver.ts";
@@ -19,6 +19,7 @@ export {
   type SqsRecordHandler,
 } from "./sqsBatchProcessor.ts";
 export { createSqsClient } from "./sqsClient.ts";
+export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./sqsConsumer.ts";
 export { SQS_ENVELOPE_DEFAULTS, type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
 export { assertSqsEvent, parseQueueArn, type QueueRef } from "./sqsEvent.ts";
 export { changeVisibility, MAX_VISIBILITY_SECONDS, type VisibilityChange } from "./visibility.ts";

@@ -1,6 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { SQSRecord } from "aws-lambda";
-import { carriedMessageId } from "../core/attributePacking.ts";
 import { type Envelope, resolveDedupKey } from "../core/envelope.ts";
 import {
   InvalidJsonError,
@@ -9,6 +8,7 @@ import {
   SchemaValidationError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
+import { carriedMessageId } from "./attributePacking.ts";
 
 export interface SqsEnvelopeOptions<T> {
   /** How to read the body. @default "json" */

@@ -5,9 +5,8 @@
  */
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
-import { type BackoffPolicy, fullJitterDelaySeconds } from "../core/backoff.ts";
-import { atLastReceive, sqsAnswer, unfinishedOf } from "../core/batchAnswer.ts";
-import type { RecordPlan } from "../core/batchPlan.ts";
+import type { RecordPlan } from "../batch/batchPlan.ts";
+import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import {
   classifyError,
   describeError,
@@ -16,11 +15,12 @@ import {
   LeaseLostError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
-import { done, type RecordOutcome, unfinished } from "../core/recordOutcome.ts";
 import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { type BackoffPolicy, fullJitterDelaySeconds } from "./backoff.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "./sqsAnswer.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 

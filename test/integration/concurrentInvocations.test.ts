@@ -3,18 +3,17 @@ import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { createDedupStore, METRIC } from "reliable-consumers";
 import {
-  type ConsumedRecord,
   createKafkaBatchProcessor,
   createRetryLadder,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  toMskEvent,
 } from "reliable-consumers/kafka";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { lambdaContext } from "../../lib/local/lambdaContext.ts";
+import { type ConsumedRecord, toMskEvent } from "../../lib/local/mskEventBuilder.ts";
 import { toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry } from "../support/kafkaHarness.ts";

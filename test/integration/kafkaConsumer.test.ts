@@ -12,10 +12,10 @@ import {
   type KafkaRecordHandler,
   kafkaConsumer,
   ladderTopics,
-  toMskEvent,
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toMskEvent } from "../../lib/local/mskEventBuilder.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,

@@ -3,13 +3,13 @@ import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
 import type { Telemetry } from "reliable-consumers";
-import type { ConsumedRecord } from "reliable-consumers/kafka";
 import { ladderTopics, type RetryLadder } from "reliable-consumers/kafka";
 import {
   type CreatedTopic,
   createDeclaredTopics,
   type TopicDeclaration,
 } from "../../lib/local/kafkaTopics.ts";
+import type { ConsumedRecord } from "../../lib/local/mskEventBuilder.ts";
 import type { MetricName } from "../../lib/observability/telemetry.ts";
 import { kafka } from "./clients.ts";
 

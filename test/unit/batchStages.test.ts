@@ -11,24 +11,24 @@ import {
 } from "reliable-consumers";
 import { toSqsEnvelope } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
-import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/core/batchAnswer.ts";
-import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/core/batchPlan.ts";
-import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
-import { withDefaults } from "../../lib/core/defaults.ts";
-import * as coreErrors from "../../lib/core/errors.ts";
-import { runKeyed } from "../../lib/core/keyedScheduler.ts";
-import { lambdaDeadline } from "../../lib/core/lambdaDeadline.ts";
-import { checkIntervalMs, keepLease, renewalDue, renewIfAged } from "../../lib/core/leaseKeeper.ts";
+import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/batch/batchPlan.ts";
+import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
+import { lambdaDeadline } from "../../lib/batch/lambdaDeadline.ts";
 import {
   done,
   outcomeOfTask,
   type RecordOutcome,
   stopsLane,
   unfinished,
-} from "../../lib/core/recordOutcome.ts";
+} from "../../lib/batch/recordOutcome.ts";
+import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
+import { withDefaults } from "../../lib/core/defaults.ts";
+import * as coreErrors from "../../lib/core/errors.ts";
+import { checkIntervalMs, keepLease, renewalDue, renewIfAged } from "../../lib/core/leaseKeeper.ts";
 import * as kafkaErrors from "../../lib/kafka/errors.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
+import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/sqs/sqsAnswer.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
 

@@ -9,10 +9,10 @@ import {
 } from "reliable-consumers";
 import { packAttributes, unpackAttributes } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
-import { decideRejectedClaim } from "../../lib/core/dedupDecision.ts";
+import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
 import { resolveDedupKey } from "../../lib/core/envelope.ts";
 import { contextToHeaders, failureContext } from "../../lib/core/failureContext.ts";
-import { runKeyed } from "../../lib/core/keyedScheduler.ts";
+import { decideRejectedClaim } from "../../lib/dedup/dedupDecision.ts";
 
 describe("fullJitterDelaySeconds", () => {
   const policy = { baseSeconds: 2, maxSeconds: 60 };

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer } from "kafkajs";
-import { toMskEvent } from "../../kafka/mskEventBuilder.ts";
+import { toMskEvent } from "../mskEventBuilder.ts";
 import { filterView, matchesAnyFilter } from "./eventFilter.ts";
 import { type DiscardCondition, invocationRecord, sendToSqsDestination } from "./failureDestination.ts";
 import type { FunctionHost, InvokeResult } from "./functionHost.ts";

@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage } from "kafkajs";
-import type { MskEventJson, MskRecordJson } from "./mskEvent.ts";
+import type { MskEventJson, MskRecordJson } from "../kafka/mskEvent.ts";
 
 /** A record as a kafkajs consumer sees it, with its coordinates. */
 export interface ConsumedRecord {

@@ -5,15 +5,15 @@
  * the adapter's (`fail`): SQS backoff or parking, Kafka retry topics.
  */
 import type { Context } from "aws-lambda";
-import type { RecordPlan } from "../core/batchPlan.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { InProgressElsewhereError } from "../core/errors.ts";
-import { runKeyed } from "../core/keyedScheduler.ts";
-import { lambdaDeadline } from "../core/lambdaDeadline.ts";
-import { done, outcomeOfTask, type RecordOutcome, stopsLane } from "../core/recordOutcome.ts";
+import type { DuplicateHandler, Idempotency } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import type { DuplicateHandler, Idempotency } from "./idempotency.ts";
+import type { RecordPlan } from "./batchPlan.ts";
+import { runKeyed } from "./keyedScheduler.ts";
+import { lambdaDeadline } from "./lambdaDeadline.ts";
 import { type ClaimDeps, runWithLease, takeClaim } from "./recordClaims.ts";
+import { done, outcomeOfTask, type RecordOutcome, stopsLane } from "./recordOutcome.ts";
 
 export interface RecordRunDeps<R, T, C> {
   readonly claims: ClaimDeps | undefined;

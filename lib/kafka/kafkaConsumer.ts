@@ -1,15 +1,15 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import middy, { type MiddlewareObj, type MiddyfiedHandler } from "@middy/core";
 import type { Context } from "aws-lambda";
+import { createTelemetry, type Telemetry, type TelemetryOptions } from "../observability/telemetry.ts";
 import {
   createKafkaBatchProcessor,
   type KafkaConsumerOptions,
   type KafkaRecordHandler,
-} from "../kafka/kafkaBatchProcessor.ts";
-import { readKafkaEvent } from "../kafka/mskEvent.ts";
-import type { KafkaBatchResponse } from "../kafka/partialResponse.ts";
-import { getKafkaProducer, type KafkaProducer } from "../kafka/producer.ts";
-import { createTelemetry, type Telemetry, type TelemetryOptions } from "../observability/telemetry.ts";
+} from "./kafkaBatchProcessor.ts";
+import { readKafkaEvent } from "./mskEvent.ts";
+import type { KafkaBatchResponse } from "./partialResponse.ts";
+import { getKafkaProducer, type KafkaProducer } from "./producer.ts";
 
 export type KafkaConsumerConfig<T> = Omit<
   KafkaConsumerOptions<T>,

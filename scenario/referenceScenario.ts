@@ -8,9 +8,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Kafka } from "kafkajs";
-import { OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "../../outbox/schema.ts";
-import type { LocalRuntime } from "./localRuntime.ts";
-import type { KafkaMapping, LocalQueue, SqsMapping } from "./model.ts";
+import type { LocalRuntime } from "../lib/local/runtime/localRuntime.ts";
+import type { KafkaMapping, LocalQueue, SqsMapping } from "../lib/local/runtime/model.ts";
+import { OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "../lib/outbox/schema.ts";
 
 export interface ScenarioOptions {
   readonly messages: number;

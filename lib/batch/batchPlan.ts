@@ -3,8 +3,9 @@
  * in-batch copies, claim, run, settle) instead of parallel maps keyed by record index. Plans live
  * in the invocation's own locals, so concurrent invocations in one process never share one.
  */
+
+import type { Envelope } from "../core/envelope.ts";
 import type { ClaimResult, Lease } from "../dedup/dedupStore.ts";
-import type { Envelope } from "./envelope.ts";
 import type { RecordOutcome } from "./recordOutcome.ts";
 
 export type Decoded<T> =

@@ -5,7 +5,7 @@
  * signal follows it, so a handler can stop a side effect whose outcome nobody would record.
  */
 import type { Context } from "aws-lambda";
-import { OutOfTimeError } from "./errors.ts";
+import { OutOfTimeError } from "../core/errors.ts";
 
 export interface Deadline {
   readonly signal: AbortSignal;

@@ -7,9 +7,9 @@ import {
   createSqsBatchProcessor,
   type SqsConsumerOptions,
   type SqsRecordHandler,
-} from "../sqs/sqsBatchProcessor.ts";
-import { createSqsClient } from "../sqs/sqsClient.ts";
-import { assertSqsEvent } from "../sqs/sqsEvent.ts";
+} from "./sqsBatchProcessor.ts";
+import { createSqsClient } from "./sqsClient.ts";
+import { assertSqsEvent } from "./sqsEvent.ts";
 
 export type SqsConsumerConfig<T> = Omit<
   SqsConsumerOptions<T>,

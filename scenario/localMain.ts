@@ -19,21 +19,21 @@ import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
-import "../kafka/kafkajsRequestQueueFix.ts";
-import { createSqsClient } from "../sqs/sqsClient.ts";
-import { kafkaSubstrateFromArgs, startEmulators } from "./emulators.ts";
-import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
-import { startPaymentProvider } from "./runtime/paymentProvider.ts";
+import "../lib/kafka/kafkajsRequestQueueFix.ts";
+import { kafkaSubstrateFromArgs, startEmulators } from "../lib/local/emulators.ts";
+import { formatReport, type LocalRuntime, startLocalRuntime } from "../lib/local/runtime/localRuntime.ts";
+import { synthesize } from "../lib/local/runtime/synth.ts";
+import { createSqsClient } from "../lib/sqs/sqsClient.ts";
+import { startPaymentProvider } from "./paymentProvider.ts";
 import {
   census,
   type ScenarioTargets,
   scenarioTargets,
   sendOrders,
   waitUntilQuiet,
-} from "./runtime/referenceScenario.ts";
-import { synthesize } from "./runtime/synth.ts";
+} from "./referenceScenario.ts";
 
-const PROJECT_DIR = resolve(import.meta.dirname, "..", "..");
+const PROJECT_DIR = resolve(import.meta.dirname, "..");
 const WORK_DIR = join(PROJECT_DIR, ".tmp", "local-runtime");
 
 /** `10`, `10%` or `0.1` → 0.1. */

@@ -2,7 +2,7 @@
  * What became of one record of a batch, the same for every trigger. A discriminated union, never
  * thrown: the keyed scheduler is told that an unfinished record stops its lane (`stopsLane`).
  */
-import { HeldBackError, OutOfTimeError } from "./errors.ts";
+import { HeldBackError, OutOfTimeError } from "../core/errors.ts";
 import type { TaskOutcome } from "./keyedScheduler.ts";
 
 export type RecordOutcome =

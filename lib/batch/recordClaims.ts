@@ -3,11 +3,12 @@
  * record starts (renewing an aged one), run the effect under a kept lease, give back what was not
  * used, and wait for the completions. Talks to DynamoDB only through the `DedupStore`.
  */
-import type { ClaimAnswer, RecordPlan } from "../core/batchPlan.ts";
+
 import type { Envelope } from "../core/envelope.ts";
 import { InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { keepLease, renewIfAged } from "../core/leaseKeeper.ts";
-import type { DedupStore, Lease } from "./dedupStore.ts";
+import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
+import type { ClaimAnswer, RecordPlan } from "./batchPlan.ts";
 
 export interface ClaimDeps {
   readonly dedup: DedupStore;

@@ -1,8 +1,9 @@
 /**
  * Turning a batch's outcomes into the trigger's answer. Pure: the adapters send what it returns.
  */
-import { isHealthyUnfinished } from "./errors.ts";
-import type { RecordOutcome } from "./recordOutcome.ts";
+
+import type { RecordOutcome } from "../batch/recordOutcome.ts";
+import { isHealthyUnfinished } from "../core/errors.ts";
 
 export interface Unfinished<R> {
   readonly record: R;
