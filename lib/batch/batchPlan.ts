@@ -3,13 +3,13 @@
  * in-batch copies, claim, run, settle) instead of parallel maps keyed by record index. Plans live
  * in the invocation's own locals, so concurrent invocations in one process never share one.
  */
-
 import type { Envelope } from "../core/envelope.ts";
 import type { ClaimResult, Lease } from "../dedup/dedupStore.ts";
 import type { RecordOutcome } from "./recordOutcome.ts";
 
-export type Decoded<T> =
-  | { readonly ok: true; readonly envelope: Envelope<T> }
+/** A record read into its envelope (`E`: the adapter's own, e.g. `KafkaEnvelope<T>`), or why it could not be. */
+export type Decoded<T, E extends Envelope<T> = Envelope<T>> =
+  | { readonly ok: true; readonly envelope: E }
   | { readonly ok: false; readonly error: unknown };
 
 /** Whether an earlier record of the batch has the same dedup id. */
@@ -32,10 +32,11 @@ export interface HeldLease {
   readonly grantedMs: number;
 }
 
-export interface RecordPlan<R, T> {
+/** One record's state through the stages; `E` is the adapter's envelope type, so no stage casts it. */
+export interface RecordPlan<R, T, E extends Envelope<T> = Envelope<T>> {
   readonly index: number;
   readonly record: R;
-  readonly decoded: Decoded<T>;
+  readonly decoded: Decoded<T, E>;
   readonly copy: InBatchCopy;
   /** Aborted when the record's lease is lost. */
   readonly abort: AbortController;
@@ -51,15 +52,15 @@ export interface RecordPlan<R, T> {
 }
 
 /** Decodes every record side by side; a record that cannot be decoded carries its typed error. */
-export function decodeRecords<R, T>(
+export function decodeRecords<R, T, E extends Envelope<T> = Envelope<T>>(
   records: ReadonlyArray<R>,
-  decode: (record: R) => Promise<Envelope<T>>,
-): Promise<Decoded<T>[]> {
+  decode: (record: R) => Promise<E>,
+): Promise<Decoded<T, E>[]> {
   return Promise.all(
     records.map((record) =>
       decode(record).then(
-        (envelope): Decoded<T> => ({ ok: true, envelope }),
-        (error: unknown): Decoded<T> => ({ ok: false, error }),
+        (envelope): Decoded<T, E> => ({ ok: true, envelope }),
+        (error: unknown): Decoded<T, E> => ({ ok: false, error }),
       ),
     ),
   );
@@ -88,11 +89,11 @@ export function findInBatchCopies(
 }
 
 /** One plan per record. `deadline` aborts when the Lambda runs out of time (Middy's signal). */
-export function planBatch<R, T>(
+export function planBatch<R, T, E extends Envelope<T> = Envelope<T>>(
   records: ReadonlyArray<R>,
-  decoded: ReadonlyArray<Decoded<T>>,
+  decoded: ReadonlyArray<Decoded<T, E>>,
   deadline: AbortSignal | undefined,
-): RecordPlan<R, T>[] {
+): RecordPlan<R, T, E>[] {
   const copies = findInBatchCopies(decoded.map((d) => (d.ok ? d.envelope : undefined)));
   return records.map((record, index) => {
     const abort = new AbortController();
@@ -107,18 +108,16 @@ export function planBatch<R, T>(
   });
 }
 
-/**
- * Blocks a lane (a Kafka key, here) behind a record that left for the retry path, so the lane's
- * later records follow it instead of overtaking it. Per invocation.
- */
-export function createLaneGate<B>() {
-  const blocked = new Map<string, B>();
-  return {
-    block(lane: string | undefined, by: B): void {
-      if (lane !== undefined && !blocked.has(lane)) blocked.set(lane, by);
-    },
-    blockedBy(lane: string | undefined): B | undefined {
-      return lane === undefined ? undefined : blocked.get(lane);
-    },
-  };
+export interface Unfinished<R> {
+  readonly record: R;
+  readonly delaySeconds: number;
+}
+
+/** Every record not done, in batch order. A record with no outcome (a bug, a crash) is never acked. */
+export function unfinishedOf<R>(
+  plans: ReadonlyArray<{ readonly record: R; readonly outcome?: RecordOutcome | undefined }>,
+): Unfinished<R>[] {
+  return plans.flatMap((p) =>
+    p.outcome?.kind === "done" ? [] : [{ record: p.record, delaySeconds: p.outcome?.delaySeconds ?? 0 }],
+  );
 }

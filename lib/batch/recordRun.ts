@@ -15,33 +15,32 @@ import { lambdaDeadline } from "./lambdaDeadline.ts";
 import { type ClaimDeps, runWithLease, takeClaim } from "./recordClaims.ts";
 import { done, outcomeOfTask, type RecordOutcome, stopsLane } from "./recordOutcome.ts";
 
-export interface RecordRunDeps<R, T, C> {
+export interface RecordRunDeps<R, T, C, E extends Envelope<T> = Envelope<T>> {
   readonly claims: ClaimDeps | undefined;
   readonly idempotency: Idempotency;
   readonly telemetry: Telemetry;
-  readonly handler: (envelope: Envelope<T>, ctx: C) => unknown;
-  readonly contextOf: (plan: RecordPlan<R, T>) => C;
+  readonly handler: (envelope: E, ctx: C) => unknown;
+  readonly contextOf: (plan: RecordPlan<R, T, E>) => C;
   readonly fail: (
-    plan: RecordPlan<R, T>,
+    plan: RecordPlan<R, T, E>,
     error: unknown,
     retryAtMs?: number,
   ) => RecordOutcome | Promise<RecordOutcome>;
   readonly onDuplicate: DuplicateHandler<T, C> | undefined;
   /** A step between the in-batch checks and the claim (Kafka: wait for a retry record to come due). */
-  readonly beforeClaim?: (
-    plan: RecordPlan<R, T>,
-    envelope: Envelope<T>,
-  ) => Promise<RecordOutcome | undefined>;
+  readonly beforeClaim?:
+    | ((plan: RecordPlan<R, T, E>, envelope: E) => Promise<RecordOutcome | undefined>)
+    | undefined;
   /** Keep the lease alive while the effect runs. @default true */
   readonly keepAlive?: boolean;
   readonly onRenewError?: (error: unknown) => void;
-  readonly onReleaseError: (plan: RecordPlan<R, T>, error: unknown) => void;
+  readonly onReleaseError: (plan: RecordPlan<R, T, E>, error: unknown) => void;
 }
 
-export async function runPlannedRecord<R, T, C>(
-  p: RecordPlan<R, T>,
-  envelope: Envelope<T>,
-  deps: RecordRunDeps<R, T, C>,
+export async function runPlannedRecord<R, T, C, E extends Envelope<T> = Envelope<T>>(
+  p: RecordPlan<R, T, E>,
+  envelope: E,
+  deps: RecordRunDeps<R, T, C, E>,
 ): Promise<RecordOutcome> {
   const { telemetry, claims, idempotency } = deps;
   if (p.copy.kind === "copy") {
@@ -106,8 +105,24 @@ export function openInvocation(
   const consumer = consumerDeps.consumer ?? context.functionName;
   const dedup = idempotency.storeFor(consumer);
   const claims: ClaimDeps | undefined = dedup && { dedup, payloadHashOf: idempotency.payloadHashOf, now };
-  return { started: now(), consumer, dedup, claims, deadline: lambdaDeadline(context, lambdaSignal) };
+  // A context without a clock (a hand-made one in a test or a tool) never runs out of time.
+  const remainingMs = () =>
+    typeof context.getRemainingTimeInMillis === "function"
+      ? context.getRemainingTimeInMillis()
+      : Number.POSITIVE_INFINITY;
+  return {
+    started: now(),
+    context,
+    consumer,
+    dedup,
+    claims,
+    remainingMs,
+    deadline: lambdaDeadline(context, lambdaSignal),
+  };
 }
+
+/** One batch's invocation: what `openInvocation` gives every batch. */
+export type Invocation = ReturnType<typeof openInvocation>;
 
 /**
  * Runs every plan through the keyed scheduler (an unfinished record stops its lane) and gives each

@@ -1,21 +1,17 @@
 import { setTimeout as sleepMs } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
-import { decodeRecords, planBatch, type RecordPlan } from "../batch/batchPlan.ts";
-import { claimAhead, releaseUnused, settleCompletions } from "../batch/recordClaims.ts";
-import { done, type RecordOutcome } from "../batch/recordOutcome.ts";
-import { openInvocation, runPlannedRecord, runPlans } from "../batch/recordRun.ts";
-import { readConsumerEnv } from "../core/consumerEnv.ts";
-import { withDefaults } from "../core/defaults.ts";
-import type { Envelope } from "../core/envelope.ts";
-import { describeError } from "../core/errors.ts";
+import type { RecordPlan } from "../batch/batchPlan.ts";
+import { done } from "../batch/recordOutcome.ts";
 import {
-  createIdempotency,
-  type DuplicateHandler,
-  type IdempotencyOptions,
-  type IdempotencySetting,
-} from "../dedup/idempotency.ts";
-import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+  type BatchAdapter,
+  type BatchRecordContext,
+  createBatchConsumer,
+  runBatch,
+} from "../batch/runBatch.ts";
+import { withDefaults } from "../core/defaults.ts";
+import type { DuplicateHandler, IdempotencyOptions, IdempotencySetting } from "../dedup/idempotency.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
 import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { kafkaRouting, keyLaneOf } from "./kafkaRouting.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
@@ -28,12 +24,8 @@ export { KafkaBatchIncompleteError } from "./errors.ts";
 /** The same settings as the SQS consumer's; `true` for `payloadHash` hashes the raw value. */
 export type KafkaIdempotencyOptions = IdempotencyOptions;
 
-export interface KafkaRecordContext {
-  readonly context: Context;
-  readonly record: KafkaRecordView;
-  /** Aborts when this record's dedup lease is lost to another consumer, or the Lambda runs out of time: stop side effects then. */
-  readonly signal: AbortSignal;
-}
+/** The record, the Lambda context, and a signal that aborts when its lease is lost or the time is up. */
+export type KafkaRecordContext = BatchRecordContext<KafkaRecordView>;
 
 export type KafkaRecordHandler<T> = (
   envelope: KafkaEnvelope<T>,
@@ -115,7 +107,7 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-type Plan<T> = RecordPlan<KafkaRecordView, T>;
+type Plan<T> = RecordPlan<KafkaRecordView, T, KafkaEnvelope<T>>;
 
 /** Creates the per-container state (dedup stores, ladder) once; returns the per-batch function. */
 export function createKafkaBatchProcessor<T>(
@@ -124,16 +116,20 @@ export function createKafkaBatchProcessor<T>(
 ) {
   const { telemetry, producer } = options;
   const settings = withDefaults(KAFKA_CONSUMER_DEFAULTS, options);
-  const env = readConsumerEnv();
+  const batch = createBatchConsumer<KafkaRecordView, T, KafkaEnvelope<T>>(handler, options, settings);
   const ladder: RetryLadder =
     options.retry && "delaysMs" in options.retry ? options.retry : createRetryLadder(options.retry ?? {});
-  const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
-  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
-  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
   const maxDueWaitMs = options.maxDueWaitMs;
-  const routingDeps = { ...settings, ladder, producer, telemetry, now, sleep, maxDueWaitMs };
+  const routingDeps = { ...settings, ladder, producer, telemetry, now: batch.now, sleep, maxDueWaitMs };
   const isRetryTopic = (v: KafkaRecordView) => topicRole(ladder, v.topic).kind === "retry";
+  // A tombstone (null value) is delivered unless the consumer opted to skip it.
+  const skipped = (p: Plan<T>) =>
+    options.tombstones === "skip" && p.decoded.ok && p.decoded.envelope.tombstone;
+  const laneOf = (p: Plan<T>) =>
+    settings.ordering === "key"
+      ? (keyLaneOf(p.record) ?? `${p.record.partitionKey}|∅`)
+      : p.record.partitionKey;
 
   return async function processBatch(
     event: unknown,
@@ -141,74 +137,22 @@ export function createKafkaBatchProcessor<T>(
     lambdaSignal?: AbortSignal,
   ): Promise<KafkaBatchResponse> {
     const views = readKafkaEvent(event);
-    const {
-      started,
-      consumer,
-      dedup,
-      claims: deps,
-      deadline,
-    } = openInvocation(consumerDeps, context, lambdaSignal);
-    const routing = kafkaRouting({ ...routingDeps, consumer });
-    const remaining = () =>
-      typeof context.getRemainingTimeInMillis === "function"
-        ? context.getRemainingTimeInMillis()
-        : Number.POSITIVE_INFINITY;
-    const plans = planBatch(
-      views,
-      await decodeRecords(views, (v) => toKafkaEnvelope(v, options)),
-      deadline.signal,
-    );
-    const fresh = (p: Plan<T>) => p.decoded.ok && p.copy.kind === "first";
-    if (deps && settings.claimAhead) claimAhead(plans, deps, (p) => fresh(p) && !isRetryTopic(p.record));
-
-    const run = {
-      claims: deps,
-      idempotency,
-      telemetry,
-      // Every envelope here came from toKafkaEnvelope (decodeRecords above): a KafkaEnvelope.
-      handler: (envelope: Envelope<T>, ctx: KafkaRecordContext) => handler(envelope as KafkaEnvelope<T>, ctx),
-      contextOf: (p: Plan<T>) => ({ context, record: p.record, signal: p.signal }),
+    const invocation = batch.open(context, lambdaSignal);
+    const routing = kafkaRouting({ ...routingDeps, consumer: invocation.consumer });
+    const adapter: BatchAdapter<KafkaRecordView, T, KafkaEnvelope<T>, KafkaBatchResponse> = {
+      decode: (v) => toKafkaEnvelope(v, options),
+      laneOf,
       fail: routing.fail,
-      onDuplicate: options.onDuplicate,
-      beforeClaim: async (p: Plan<T>, envelope: Envelope<T>) => {
-        const notDue = await routing.untilDue(p.record, remaining);
-        if (!notDue && envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
-        return notDue;
-      },
-      onReleaseError: (p: Plan<T>, error: unknown) =>
-        routing.log("could not release the dedup lease", p.record, { error: describeError(error) }),
+      // Bad input goes to the dead-letter topic in its lane's turn, behind its key's retry path.
+      reject: routing.fail,
+      lead: (p) => routing.follow(p) ?? (skipped(p) ? done("processed") : undefined),
+      beforeClaim: (p) => routing.untilDue(p.record, invocation.remainingMs),
+      // Records of retry topics are claimed just in time: they may wait to come due.
+      claimAhead: settings.claimAhead ? (p) => !isRetryTopic(p.record) : undefined,
+      afterRun: routing.produce,
+      describe: routing.describe,
+      answer: (plans) => routing.answer(plans, settings.reportBatchItemFailures),
     };
-    // A follower of its key's retry path goes where its key went; bad input to the dead-letter topic.
-    // A tombstone (null value) is delivered unless the consumer opted to skip it.
-    const skipped = (p: Plan<T>) =>
-      options.tombstones === "skip" && p.decoded.ok && (p.decoded.envelope as KafkaEnvelope<T>).tombstone;
-    const runRecord = (p: Plan<T>): Promise<RecordOutcome> | RecordOutcome =>
-      routing.follow(p) ??
-      (skipped(p)
-        ? done("processed")
-        : p.decoded.ok
-          ? runPlannedRecord(p, p.decoded.envelope, run)
-          : routing.fail(p, p.decoded.error));
-
-    await runPlans(plans, {
-      laneOf: (p) =>
-        settings.ordering === "key"
-          ? (keyLaneOf(p.record) ?? `${p.record.partitionKey}|∅`)
-          : p.record.partitionKey,
-      run: runRecord,
-      concurrency: settings.concurrency,
-      canStart: () => remaining() > settings.timeMarginMs,
-      telemetry,
-      onBug: (p, error) => routing.log("unexpected error", p.record, { error: describeError(error) }),
-    });
-    await releaseUnused(plans, dedup, (p, error) =>
-      routing.log("could not release an unused dedup claim", p.record, { error: describeError(error) }),
-    );
-    // Completions are fenced PartiQL UPDATEs, batched by the store: all of them land before we ack.
-    routing.completionsFailed(await settleCompletions(plans, dedup));
-    await routing.produce();
-    deadline.dispose();
-    telemetry.count(METRIC.batchDurationMs, now() - started);
-    return routing.answer(plans, settings.reportBatchItemFailures);
+    return runBatch(views, adapter, batch.settings, invocation);
   };
 }

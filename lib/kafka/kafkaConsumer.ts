@@ -7,7 +7,7 @@ import {
   type KafkaConsumerOptions,
   type KafkaRecordHandler,
 } from "./kafkaBatchProcessor.ts";
-import { readKafkaEvent } from "./mskEvent.ts";
+import { assertKafkaEvent } from "./mskEvent.ts";
 import type { KafkaBatchResponse } from "./partialResponse.ts";
 import { getKafkaProducer, type KafkaProducer } from "./producer.ts";
 
@@ -37,8 +37,9 @@ export function kafkaBatchMiddleware(
     telemetry.metrics.publishStoredMetrics();
   }
   return {
+    // The shape only: the records' bytes are decoded once, by the batch processor.
     before: function kafkaBatchAssertEvent(request) {
-      readKafkaEvent(request.event);
+      assertKafkaEvent(request.event);
     },
     after: kafkaBatchPublishMetrics,
     onError: kafkaBatchPublishMetrics,

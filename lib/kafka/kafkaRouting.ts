@@ -3,9 +3,9 @@
  * dead-letter topic, or back to Lambda in `partial-batch` mode), key order on the retry path, the
  * one produce request for everything routed, and the answer. Built per invocation.
  */
-import { createLaneGate, type RecordPlan } from "../batch/batchPlan.ts";
+import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
-import { classifyError, describeError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { classifyError, describeError, InProgressElsewhereError } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { KafkaBatchIncompleteError, NotYetDueError, RouteProduceError } from "./errors.ts";
@@ -31,6 +31,22 @@ export interface KafkaRoutingDeps {
 
 type Plan = RecordPlan<KafkaRecordView, unknown>;
 
+/**
+ * Blocks a lane (a Kafka key, here) behind a record that left for the retry path, so the lane's
+ * later records follow it instead of overtaking it. Per invocation.
+ */
+export function createLaneGate<B>() {
+  const blocked = new Map<string, B>();
+  return {
+    block(lane: string | undefined, by: B): void {
+      if (lane !== undefined && !blocked.has(lane)) blocked.set(lane, by);
+    },
+    blockedBy(lane: string | undefined): B | undefined {
+      return lane === undefined ? undefined : blocked.get(lane);
+    },
+  };
+}
+
 function rawHeader(view: KafkaRecordView, name: string): string | undefined {
   for (let i = view.headers.length - 1; i >= 0; i--) {
     if (view.headers[i]!.name === name) return view.headers[i]!.value.toString("utf8");
@@ -50,17 +66,20 @@ export const keyLaneOf = (v: KafkaRecordView) =>
 export function kafkaRouting(deps: KafkaRoutingDeps) {
   const { ladder, telemetry, consumer, failureMode } = deps;
   const routes: { plan: Plan; route: Route; message: OutgoingMessage }[] = [];
+  // Set once the produce went through: a routed record is acked only then.
+  let produced = false;
   // Once a key has a record on the retry path, its later records follow it there (key order).
   const retryPath = createLaneGate<Route>();
   const idOf = (p: Plan) => (p.decoded.ok ? p.decoded.envelope.id : undefined);
+  /** A record's identity in the logs. */
+  const describe = (view: KafkaRecordView) => ({
+    consumer,
+    topic: view.topic,
+    partition: view.partition,
+    offset: view.offset,
+  });
   const log = (message: string, view: KafkaRecordView, extra: Record<string, unknown> = {}) =>
-    telemetry.logger.warn(message, {
-      consumer,
-      topic: view.topic,
-      partition: view.partition,
-      offset: view.offset,
-      ...extra,
-    });
+    telemetry.logger.warn(message, { ...describe(view), ...extra });
 
   function route(p: Plan, to: Route, error: unknown): RecordOutcome {
     const message = routedMessage({
@@ -108,11 +127,13 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
    * key's records keep their order on the retry topic). If it fails, nothing routed is acked.
    */
   async function produce(): Promise<void> {
-    if (routes.length === 0) return;
+    produced = routes.length === 0;
+    if (produced) return;
     const byTopic = new Map<string, OutgoingMessage[]>();
     for (const r of routes) byTopic.set(r.route.topic, [...(byTopic.get(r.route.topic) ?? []), r.message]);
     try {
       await deps.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      produced = true;
       for (const r of routes)
         if (r.plan.outcome?.kind === "done")
           telemetry.count(r.route.kind === "retry" ? METRIC.retried : METRIC.deadLettered);
@@ -134,7 +155,12 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
 
   /** The partial batch response, or, with partial responses off, a throw that fails the batch whole. */
   function answer(plans: ReadonlyArray<Plan>, reportBatchItemFailures: boolean): KafkaBatchResponse {
-    const views = plans.filter((p) => p.outcome?.kind !== "done").map((p) => p.record);
+    // The batch stopped before the produce (a bug outside the records): what was routed is not out.
+    if (!produced && routes.length > 0) {
+      const why = new RouteProduceError("the batch stopped before the retry / dead-letter produce");
+      for (const r of routes) if (r.plan.outcome?.kind === "done") r.plan.outcome = unfinished(why);
+    }
+    const views = unfinishedOf(plans).map((u) => u.record);
     if (views.length > 0) telemetry.count(METRIC.kafkaReportedUnfinished, views.length);
     const response = kafkaBatchResponse(views);
     if (views.length > 0 && !reportBatchItemFailures) {
@@ -171,24 +197,5 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     return undefined;
   }
 
-  /** Records whose effect ran but whose completion failed. */
-  function completionsFailed(failed: ReadonlyArray<{ plan: Plan; error: unknown }>): void {
-    for (const { plan, error } of failed) {
-      if (error instanceof LeaseLostError) {
-        // Someone took the key over: redelivered, the record meets their record, not ours.
-        telemetry.count(METRIC.leasesLost);
-        log("completion failed; the record will be redelivered", plan.record, {
-          error: describeError(error),
-        });
-        plan.outcome = unfinished(error);
-        continue;
-      }
-      // The effect is applied and the key is still ours (throttling, a timeout): redelivering would
-      // only meet our own lease and then run the effect again. Acked, like the SQS consumer does.
-      telemetry.count(METRIC.transientFailures);
-      log("effect applied but completion not recorded", plan.record, { error: describeError(error) });
-    }
-  }
-
-  return { follow, fail, untilDue, completionsFailed, produce, answer, log };
+  return { follow, fail, untilDue, produce, answer, describe };
 }

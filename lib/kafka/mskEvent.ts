@@ -100,12 +100,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
 /**
- * Validates the event's shape and flattens it to records, partition by partition, each partition in
- * offset order. Throws UnknownEventShapeError when the event as a whole is not a Kafka event or a
- * record lacks its coordinates (nothing could be acknowledged or reported for it). Records whose
- * bytes are bad are returned with `decodeError` set, so they reach the dead-letter topic.
+ * Checks the event's shape without decoding any bytes: a Kafka event (by `eventSource`, when it
+ * says), a `records` map of arrays, and every record's coordinates matching its map key. Throws
+ * UnknownEventShapeError otherwise: nothing could be acknowledged or reported for it.
  */
-export function readKafkaEvent(event: unknown): KafkaRecordView[] {
+export function assertKafkaEvent(event: unknown): asserts event is MskEventJson {
   if (!isObject(event) || !isObject(event.records)) {
     throw new UnknownEventShapeError("not a Kafka event: expected an object with a `records` map");
   }
@@ -114,19 +113,32 @@ export function readKafkaEvent(event: unknown): KafkaRecordView[] {
       `not a Kafka event: eventSource is '${String(event.eventSource)}', expected aws:kafka or SelfManagedKafka`,
     );
   }
-  const out: KafkaRecordView[] = [];
   for (const [partitionKey, list] of Object.entries(event.records)) {
     if (!Array.isArray(list)) {
       throw new UnknownEventShapeError(`records['${partitionKey}'] is not an array`);
     }
-    const views = list.map((r, i) => viewOf(partitionKey, r, i));
+    for (const [i, r] of list.entries()) assertCoordinates(partitionKey, r, i);
+  }
+}
+
+/**
+ * Validates the event's shape and flattens it to records, partition by partition, each partition in
+ * offset order. Throws UnknownEventShapeError when the event as a whole is not a Kafka event or a
+ * record lacks its coordinates (see `assertKafkaEvent`). Records whose bytes are bad are returned
+ * with `decodeError` set, so they reach the dead-letter topic.
+ */
+export function readKafkaEvent(event: unknown): KafkaRecordView[] {
+  assertKafkaEvent(event);
+  const out: KafkaRecordView[] = [];
+  for (const [partitionKey, list] of Object.entries(event.records)) {
+    const views = list.map((r) => viewOf(partitionKey, r));
     views.sort((a, b) => a.offset - b.offset);
     out.push(...views);
   }
   return out;
 }
 
-function viewOf(partitionKey: string, r: unknown, index: number): KafkaRecordView {
+function assertCoordinates(partitionKey: string, r: unknown, index: number): void {
   if (!isObject(r) || typeof r.topic !== "string" || !isCount(r.partition) || !isCount(r.offset)) {
     throw new UnknownEventShapeError(
       `records['${partitionKey}'][${index}] lacks a topic, partition or offset: not a Kafka record`,
@@ -137,6 +149,10 @@ function viewOf(partitionKey: string, r: unknown, index: number): KafkaRecordVie
       `records['${partitionKey}'][${index}] is ${r.topic}-${r.partition}: the map key does not match`,
     );
   }
+}
+
+/** One record whose coordinates `assertKafkaEvent` checked, with its bytes decoded. */
+function viewOf(partitionKey: string, r: MskRecordJson): KafkaRecordView {
   let decodeError: MalformedRecordError | undefined;
   const attempt = <T>(fn: () => T, fallback: T): T => {
     try {

@@ -1,23 +1,9 @@
 /**
- * Turning a batch's outcomes into the trigger's answer. Pure: the adapters send what it returns.
+ * Turning an SQS batch's outcomes into the trigger's answer. Pure: the adapter sends what it returns.
  */
-
+import type { Unfinished } from "../batch/batchPlan.ts";
 import type { RecordOutcome } from "../batch/recordOutcome.ts";
 import { isHealthyUnfinished } from "../core/errors.ts";
-
-export interface Unfinished<R> {
-  readonly record: R;
-  readonly delaySeconds: number;
-}
-
-/** Every record not done, in batch order. A record with no outcome (a bug, a crash) is never acked. */
-export function unfinishedOf<R>(
-  plans: ReadonlyArray<{ readonly record: R; readonly outcome?: RecordOutcome | undefined }>,
-): Unfinished<R>[] {
-  return plans.flatMap((p) =>
-    p.outcome?.kind === "done" ? [] : [{ record: p.record, delaySeconds: p.outcome?.delaySeconds ?? 0 }],
-  );
-}
 
 export interface SqsRecordRef {
   readonly messageId: string;

@@ -1,15 +1,19 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
-import { decodeRecords, planBatch, type RecordPlan } from "../batch/batchPlan.ts";
-import { claimAhead, releaseUnused, settleCompletions } from "../batch/recordClaims.ts";
-import type { RecordOutcome } from "../batch/recordOutcome.ts";
-import { openInvocation, runPlannedRecord, runPlans } from "../batch/recordRun.ts";
-import { readConsumerEnv } from "../core/consumerEnv.ts";
+import type { RecordPlan } from "../batch/batchPlan.ts";
+import type { Invocation } from "../batch/recordRun.ts";
+import {
+  type BatchAdapter,
+  type BatchRecordContext,
+  createBatchConsumer,
+  type RunWatch,
+  runBatch,
+} from "../batch/runBatch.ts";
 import { withDefaults } from "../core/defaults.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { createIdempotency, type DuplicateHandler, type IdempotencySetting } from "../dedup/idempotency.ts";
-import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import type { DuplicateHandler, IdempotencySetting } from "../dedup/idempotency.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
 import { type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 import { QueueResolver } from "./queueResolver.ts";
 import { type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
@@ -67,12 +71,8 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
   readonly now?: () => number;
 }
 
-export interface RecordContext {
-  readonly context: Context;
-  readonly record: SQSRecord;
-  /** Aborts when this record's lease is lost to another consumer, or the Lambda runs out of time: stop side effects then. */
-  readonly signal: AbortSignal;
-}
+/** The record, the Lambda context, and a signal that aborts when its lease is lost or the time is up. */
+export type RecordContext = BatchRecordContext<SQSRecord>;
 
 export type SqsRecordHandler<T> = (envelope: Envelope<T>, ctx: RecordContext) => Promise<unknown> | unknown;
 
@@ -82,15 +82,17 @@ type Plan<T> = RecordPlan<SQSRecord, T>;
 export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options: SqsConsumerOptions<T>) {
   const { sqsClient: sqs, telemetry } = options;
   const settings = withDefaults(SQS_CONSUMER_DEFAULTS, options);
-  const env = readConsumerEnv();
-  const now = options.now ?? Date.now;
+  const batch = createBatchConsumer<SQSRecord, T, Envelope<T>>(handler, options, settings);
   const resolver = new QueueResolver(sqs);
-  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
-  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
-  const deadLetterUrl = options.deadLetterQueueUrl ?? env.dlqUrl;
-  const settlementDeps = { sqs, resolver, telemetry, backoff: settings.backoff, deadLetterUrl, now };
-  const warn = (message: string) => (p: Plan<T>, error: unknown) =>
-    telemetry.logger.warn(message, { messageId: p.record.messageId, error });
+  const deadLetterUrl = options.deadLetterQueueUrl ?? batch.env.dlqUrl;
+  const settlementDeps = {
+    sqs,
+    resolver,
+    telemetry,
+    backoff: settings.backoff,
+    deadLetterUrl,
+    now: batch.now,
+  };
 
   return async function processBatch(
     event: unknown,
@@ -98,75 +100,58 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
     lambdaSignal?: AbortSignal,
   ): Promise<SQSBatchResponse> {
     assertSqsEvent(event);
-    const records = event.Records;
-    const { started, consumer, dedup, claims, deadline } = openInvocation(
-      consumerDeps,
-      context,
-      lambdaSignal,
-    );
-    const settle = sqsSettlement({ ...settlementDeps, consumer });
-    const plans = planBatch(
-      records,
-      await decodeRecords(records, (r) => toSqsEnvelope(r, options)),
-      deadline.signal,
-    );
-    let heartbeat: VisibilityHeartbeat | undefined;
+    const invocation = batch.open(context, lambdaSignal);
+    const settle = sqsSettlement({ ...settlementDeps, consumer: invocation.consumer });
+    const adapter = sqsAdapter<T>(event.Records, settle, options, invocation);
+    return runBatch(event.Records, adapter, batch.settings, invocation);
+  };
+}
 
-    const run = {
-      claims,
-      idempotency,
-      telemetry,
-      handler,
-      contextOf: (p: Plan<T>) => ({ context, record: p.record, signal: p.signal }),
-      fail: (p: Plan<T>, error: unknown, retryAtMs?: number) => settle.fail(p.record, error, retryAtMs),
-      onDuplicate: options.onDuplicate,
-      keepAlive: options.heartbeat !== false,
-      onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
-      onReleaseError: warn("could not release the lease"),
-    };
-    // Bad input is parked; anything else runs the shared record stages.
-    const runRecord = (p: Plan<T>): Promise<RecordOutcome> =>
-      p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : settle.park(p.record, p.decoded.error);
+/**
+ * What SQS does differently: bad input is parked up front; a FIFO queue's lane is its message
+ * group; failures back off through visibility or are parked; one visibility heartbeat watches the
+ * batch; healthy records on their last receive are requeued; the answer sets retry visibilities.
+ */
+function sqsAdapter<T>(
+  records: ReadonlyArray<SQSRecord>,
+  settle: ReturnType<typeof sqsSettlement>,
+  options: SqsConsumerOptions<T>,
+  invocation: Invocation,
+): BatchAdapter<SQSRecord, T, Envelope<T>, SQSBatchResponse> {
+  // Read when first needed, inside the runner: an ARN that is not a queue's fails the batch's answer, not the call.
+  let fifo: boolean | undefined;
+  const isFifo = () => (fifo ??= records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo);
+  return {
+    decode: (r) => toSqsEnvelope(r, options),
+    laneOf: (p) => (isFifo() ? (p.record.attributes.MessageGroupId ?? "") : undefined),
+    fail: (p, error, retryAtMs) => settle.fail(p.record, error, retryAtMs),
+    reject: (p, error) => settle.park(p.record, error),
+    rejectUpFront: true,
+    claimAhead: () => true,
+    keepLeases: options.heartbeat !== false,
+    watch: heartbeatWatch(records, settle, options.heartbeat, invocation),
+    afterRun: (plans) => settle.requeueHealthy(plans, isFifo()),
+    describe: (r) => ({ messageId: r.messageId }),
+    answer: settle.answer,
+  };
+}
 
-    try {
+/** One visibility heartbeat for the batch, tracking every record that will run until it ends. */
+function heartbeatWatch<T>(
+  records: ReadonlyArray<SQSRecord>,
+  settle: ReturnType<typeof sqsSettlement>,
+  options: HeartbeatOptions | false | undefined,
+  invocation: Invocation,
+): RunWatch<Plan<T>> {
+  let heartbeat: VisibilityHeartbeat | undefined;
+  const { dedup, context, started } = invocation;
+  return {
+    start(plans) {
+      heartbeat = settle.startHeartbeat(records[0], { dedup, context, started, options });
       for (const p of plans)
-        if (p.decoded.ok && p.decoded.envelope.idSource === "broker")
-          telemetry.count(METRIC.brokerIdFallback);
-      const fifo = records.length > 0 && parseQueueArn(records[0]!.eventSourceARN).fifo;
-      // Bad input is parked right away, before anything waits for a slot.
-      await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
-      heartbeat = settle.startHeartbeat(records[0], {
-        dedup,
-        context,
-        started,
-        options: options.heartbeat,
-      });
-      const claimable = (p: Plan<T>) => !p.outcome && p.copy.kind === "first";
-      if (run.claims) claimAhead(plans, run.claims, claimable);
-      for (const p of plans)
-        if (claimable(p)) heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
-      await runPlans(plans, {
-        laneOf: (p) => (fifo ? (p.record.attributes.MessageGroupId ?? "") : undefined),
-        run: (p) => runRecord(p).finally(() => heartbeat?.untrack(p.record.messageId)),
-        concurrency: settings.concurrency,
-        canStart: () => context.getRemainingTimeInMillis() > settings.timeMarginMs,
-        telemetry,
-        onBug: warn("unexpected error"),
-      });
-      await releaseUnused(plans, dedup, warn("could not release the lease"));
-      settle.completionsFailed(await settleCompletions(plans, dedup));
-      await settle.requeueHealthy(plans, fifo);
-    } catch (error) {
-      // Outside record processing: fail only what did not finish.
-      telemetry.logger.error("batch processing failed outside a record", { error });
-      await settleCompletions(plans, dedup).catch(() => undefined);
-    } finally {
-      // Before the retry visibilities below: an extension landing after them would undo the backoff.
-      await heartbeat?.stop();
-      deadline.dispose();
-    }
-    const response = await settle.answer(plans);
-    telemetry.count(METRIC.batchDurationMs, now() - started);
-    return response;
+        heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
+    },
+    finished: (p) => heartbeat?.untrack(p.record.messageId),
+    stop: async () => heartbeat?.stop(),
   };
 }

@@ -5,14 +5,13 @@
  */
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
-import type { RecordPlan } from "../batch/batchPlan.ts";
+import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import {
   classifyError,
   describeError,
   InProgressElsewhereError,
   isHealthyUnfinished,
-  LeaseLostError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
 import type { DedupStore } from "../dedup/dedupStore.ts";
@@ -20,7 +19,7 @@ import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "./backoff.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
-import { atLastReceive, sqsAnswer, unfinishedOf } from "./sqsAnswer.ts";
+import { atLastReceive, sqsAnswer } from "./sqsAnswer.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
 
@@ -194,19 +193,6 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     return { batchItemFailures };
   }
 
-  /** The effect happened: a record whose completion failed is acked all the same (a retry would run it again). */
-  function completionsFailed(
-    failed: ReadonlyArray<{ plan: RecordPlan<SQSRecord, unknown>; error: unknown }>,
-  ) {
-    for (const { plan, error } of failed) {
-      telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
-      telemetry.logger.error("effect applied but completion not recorded", {
-        messageId: plan.record.messageId,
-        error: describeError(error),
-      });
-    }
-  }
-
   /**
    * One heartbeat for the batch: every unfinished record has been invisible since the receive. The
    * queue is looked up only when a beat is due, so a short batch makes no SQS call for it.
@@ -235,7 +221,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     );
   }
 
-  return { queueOf, park, fail, requeueHealthy, completionsFailed, answer, startHeartbeat };
+  return { queueOf, park, fail, requeueHealthy, answer, startHeartbeat };
 }
 
 const delayOf = (o: RecordOutcome | undefined) => (o?.kind === "unfinished" ? o.delaySeconds : 0);

@@ -11,7 +11,7 @@ import {
 } from "reliable-consumers";
 import { toSqsEnvelope } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
-import { createLaneGate, decodeRecords, findInBatchCopies, planBatch } from "../../lib/batch/batchPlan.ts";
+import { decodeRecords, findInBatchCopies, planBatch, unfinishedOf } from "../../lib/batch/batchPlan.ts";
 import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
 import { lambdaDeadline } from "../../lib/batch/lambdaDeadline.ts";
 import {
@@ -26,9 +26,10 @@ import { withDefaults } from "../../lib/core/defaults.ts";
 import * as coreErrors from "../../lib/core/errors.ts";
 import { checkIntervalMs, keepLease, renewalDue, renewIfAged } from "../../lib/core/leaseKeeper.ts";
 import * as kafkaErrors from "../../lib/kafka/errors.ts";
+import { createLaneGate } from "../../lib/kafka/kafkaRouting.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
-import { atLastReceive, sqsAnswer, unfinishedOf } from "../../lib/sqs/sqsAnswer.ts";
+import { atLastReceive, sqsAnswer } from "../../lib/sqs/sqsAnswer.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
 

@@ -1,0 +1,234 @@
+/**
+ * The batch runner both consumers are adapters of. It owns the stage order, once:
+ *
+ *   decode → plan (in-batch copies) → bad input up front (SQS) → claim ahead → run (keyed lanes,
+ *   bounded concurrency, the time margin) → release unused claims → settle completions → after run
+ *   (SQS: requeue; Kafka: produce) → answer
+ *
+ * with the `finally` (watchers stopped, the deadline timer cleared), the deadline guard and the
+ * telemetry of each stage. An adapter supplies only what differs (`BatchAdapter`). Per-invocation
+ * state lives in the plans and in the adapter, both built per call: nothing is shared between
+ * concurrent invocations.
+ */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { Context } from "aws-lambda";
+import { readConsumerEnv } from "../core/consumerEnv.ts";
+import type { Envelope } from "../core/envelope.ts";
+import { describeError, LeaseLostError } from "../core/errors.ts";
+import {
+  createIdempotency,
+  type DuplicateHandler,
+  type Idempotency,
+  type IdempotencySetting,
+} from "../dedup/idempotency.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { decodeRecords, planBatch, type RecordPlan } from "./batchPlan.ts";
+import { claimAhead, releaseUnused, settleCompletions } from "./recordClaims.ts";
+import type { RecordOutcome } from "./recordOutcome.ts";
+import { type Invocation, openInvocation, runPlannedRecord, runPlans } from "./recordRun.ts";
+
+/** What a handler gets beside the envelope: the same three things in every consumer. */
+export interface BatchRecordContext<R> {
+  readonly context: Context;
+  readonly record: R;
+  /** Aborts when this record's lease is lost to another consumer, or the Lambda runs out of time. */
+  readonly signal: AbortSignal;
+}
+
+/** Watches the records that will run while they run (SQS: the visibility heartbeat). */
+export interface RunWatch<P> {
+  /** Before the run, with every record that will start (not settled up front, not an in-batch copy). */
+  start(plans: ReadonlyArray<P>): void;
+  /** When a record's run has ended, whatever its outcome. */
+  finished(plan: P): void;
+  /** In the runner's `finally`, before the answer. */
+  stop(): Promise<void>;
+}
+
+/** What one trigger does differently; everything else is `runBatch`'s. */
+export interface BatchAdapter<R, T, E extends Envelope<T>, A> {
+  /** Reads one record into its envelope, once per record; a throw is bad input (`reject`). */
+  readonly decode: (record: R) => Promise<E>;
+  /** Records of one lane run one after another in batch order; `undefined` is a lane of its own. */
+  readonly laneOf: (plan: RecordPlan<R, T, E>) => string | undefined;
+  /** Where a failed record goes; `retryAtMs` is when another holder's lease of its key ends. */
+  readonly fail: (
+    plan: RecordPlan<R, T, E>,
+    error: unknown,
+    retryAtMs?: number,
+  ) => RecordOutcome | Promise<RecordOutcome>;
+  /** Where a record that could not be decoded goes. */
+  readonly reject: (plan: RecordPlan<R, T, E>, error: unknown) => RecordOutcome | Promise<RecordOutcome>;
+  /**
+   * `true`: bad input is settled before any record waits for a slot (SQS). Otherwise in its lane's
+   * turn (Kafka, so that a bad record behind its key's retry path follows it there).
+   */
+  readonly rejectUpFront?: boolean;
+  /** First in a record's turn (Kafka: follow its key's retry path; skip a tombstone). */
+  readonly lead?: (plan: RecordPlan<R, T, E>) => RecordOutcome | undefined;
+  /** Between the in-batch checks and the claim (Kafka: wait until a retry record is due). */
+  readonly beforeClaim?: (plan: RecordPlan<R, T, E>, envelope: E) => Promise<RecordOutcome | undefined>;
+  /** Which records to claim ahead in one go; absent: each record claims when it starts. */
+  readonly claimAhead?: (plan: RecordPlan<R, T, E>) => boolean;
+  /** Keep each record's lease alive while its effect runs. @default true */
+  readonly keepLeases?: boolean;
+  readonly watch?: RunWatch<RecordPlan<R, T, E>> | undefined;
+  /** After the completions, before the answer (SQS: requeue healthy records; Kafka: produce the routed ones). */
+  readonly afterRun?: (plans: ReadonlyArray<RecordPlan<R, T, E>>) => Promise<void>;
+  /** A record's identity for the logs (never its payload). */
+  readonly describe: (record: R) => Record<string, unknown>;
+  /** The trigger's answer. */
+  readonly answer: (plans: ReadonlyArray<RecordPlan<R, T, E>>) => A | Promise<A>;
+}
+
+/** The consumer's per-container half, resolved once when it is created. */
+export interface BatchSettings<R, T, E extends Envelope<T>> {
+  readonly handler: (envelope: E, ctx: BatchRecordContext<R>) => unknown;
+  readonly idempotency: Idempotency;
+  readonly onDuplicate: DuplicateHandler<T, BatchRecordContext<R>> | undefined;
+  readonly telemetry: Telemetry;
+  readonly concurrency: number;
+  /** Stop starting records when less Lambda time than this remains (ms). */
+  readonly timeMarginMs: number;
+  readonly now: () => number;
+}
+
+/** What both consumers take in common: their name, dedup, clients and clock. */
+export interface BatchConsumerOptions<T, C> {
+  readonly consumer?: string;
+  readonly idempotency?: IdempotencySetting;
+  readonly onDuplicate?: DuplicateHandler<T, C>;
+  readonly dynamodbClient: DynamoDBClient;
+  readonly telemetry: Telemetry;
+  readonly now?: () => number;
+}
+
+/**
+ * A consumer's per-container half: its environment (read and checked once, at init), its
+ * idempotency, its settings, and `open`, which starts one batch's invocation.
+ */
+export function createBatchConsumer<R, T, E extends Envelope<T>>(
+  handler: BatchSettings<R, T, E>["handler"],
+  options: BatchConsumerOptions<T, BatchRecordContext<R>>,
+  tuning: { readonly concurrency: number; readonly timeMarginMs: number },
+) {
+  const env = readConsumerEnv();
+  const now = options.now ?? Date.now;
+  const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
+  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
+  const settings: BatchSettings<R, T, E> = {
+    handler,
+    idempotency,
+    onDuplicate: options.onDuplicate,
+    telemetry: options.telemetry,
+    concurrency: tuning.concurrency,
+    timeMarginMs: tuning.timeMarginMs,
+    now,
+  };
+  return {
+    env,
+    now,
+    settings,
+    open: (context: Context, lambdaSignal: AbortSignal | undefined) =>
+      openInvocation(consumerDeps, context, lambdaSignal),
+  };
+}
+
+export async function runBatch<R, T, E extends Envelope<T>, A>(
+  records: ReadonlyArray<R>,
+  adapter: BatchAdapter<R, T, E, A>,
+  settings: BatchSettings<R, T, E>,
+  invocation: Invocation,
+): Promise<A> {
+  const { telemetry } = settings;
+  const { context, dedup, claims, deadline } = invocation;
+  type Plan = RecordPlan<R, T, E>;
+  const plans = planBatch<R, T, E>(
+    records,
+    await decodeRecords<R, T, E>(records, adapter.decode),
+    deadline.signal,
+  );
+  const log = (message: string) => (p: Plan, error: unknown) =>
+    telemetry.logger.warn(message, { ...adapter.describe(p.record), error: describeError(error) });
+  const run = {
+    claims,
+    idempotency: settings.idempotency,
+    telemetry,
+    handler: settings.handler,
+    contextOf: (p: Plan): BatchRecordContext<R> => ({ context, record: p.record, signal: p.signal }),
+    fail: adapter.fail,
+    onDuplicate: settings.onDuplicate,
+    beforeClaim: adapter.beforeClaim,
+    keepAlive: adapter.keepLeases ?? true,
+    onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
+    onReleaseError: log("could not release the dedup lease"),
+  };
+  const runRecord = async (p: Plan): Promise<RecordOutcome> =>
+    adapter.lead?.(p) ??
+    (p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : adapter.reject(p, p.decoded.error));
+
+  try {
+    countBrokerIds(plans, telemetry);
+    // Bad input settled up front is settled before anything waits for a slot.
+    if (adapter.rejectUpFront)
+      await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
+    const starting = plans.filter((p) => !p.outcome && p.copy.kind === "first");
+    const eligible = adapter.claimAhead;
+    if (claims && eligible) claimAhead(starting, claims, (p) => p.decoded.ok && eligible(p));
+    adapter.watch?.start(starting);
+    await runPlans(plans, {
+      laneOf: adapter.laneOf,
+      run: (p) => runRecord(p).finally(() => adapter.watch?.finished(p)),
+      concurrency: settings.concurrency,
+      canStart: () => invocation.remainingMs() > settings.timeMarginMs,
+      telemetry,
+      onBug: log("unexpected error"),
+    });
+    await releaseUnused(plans, dedup, log("could not release an unused dedup claim"));
+    // Completions are fenced and batched by the store: all of them land before we answer.
+    completionsFailed(await settleCompletions(plans, dedup), adapter.describe, telemetry);
+    await adapter.afterRun?.(plans);
+  } catch (error) {
+    // Outside record processing: answer for what finished; the rest is never acked.
+    telemetry.logger.error("batch processing failed outside a record", { error: describeError(error) });
+    await settleCompletions(plans, dedup).catch(() => undefined);
+  } finally {
+    // Before the answer: a heartbeat's extension landing after the retry visibilities would undo them.
+    await adapter.watch?.stop();
+    deadline.dispose();
+  }
+  try {
+    return await adapter.answer(plans);
+  } finally {
+    telemetry.count(METRIC.batchDurationMs, settings.now() - invocation.started);
+  }
+}
+
+/** The dedup key fell back to the broker's coordinates (catches only the broker's own redeliveries). */
+function countBrokerIds(plans: ReadonlyArray<RecordPlan<unknown, unknown>>, telemetry: Telemetry): void {
+  for (const p of plans)
+    if (p.decoded.ok && p.decoded.envelope.idSource === "broker") telemetry.count(METRIC.brokerIdFallback);
+}
+
+/**
+ * The completion-failure policy, the same for every trigger: a record whose effect ran but whose
+ * completion did not land is acked. We ack once the effect is durable, and it is; a redelivery
+ * could only run it again. That holds when the key stayed ours (a throttled or timed-out UPDATE:
+ * a redelivery would meet our own lease, wait it out, and repeat the effect) and when the lease
+ * was lost (another holder runs the key now; its completion, not ours, then marks it done, and
+ * if it fails, its own record is retried). Only the dedup mark is missing: a later copy of this
+ * record may run the effect again, so it is logged and counted.
+ */
+function completionsFailed<R>(
+  failed: ReadonlyArray<{ plan: { readonly record: R }; error: unknown }>,
+  describe: (record: R) => Record<string, unknown>,
+  telemetry: Telemetry,
+): void {
+  for (const { plan, error } of failed) {
+    telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
+    telemetry.logger.error("effect applied but completion not recorded", {
+      ...describe(plan.record),
+      error: describeError(error),
+    });
+  }
+}
