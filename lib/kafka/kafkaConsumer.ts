@@ -1,7 +1,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import middy, { type MiddlewareObj, type MiddyfiedHandler } from "@middy/core";
+import type { MiddlewareObj, MiddyfiedHandler } from "@middy/core";
 import type { Context } from "aws-lambda";
-import { createTelemetry, type Telemetry, type TelemetryOptions } from "../observability/telemetry.ts";
+import { batchHandler, batchMiddleware, telemetryOf } from "../batch/batchHandler.ts";
+import type { Telemetry, TelemetryOptions } from "../observability/telemetry.ts";
 import {
   createKafkaBatchProcessor,
   type KafkaConsumerOptions,
@@ -25,25 +26,13 @@ export type KafkaConsumerConfig<T> = Omit<
 
 /**
  * The batch-level middleware: rejects an event that is not a Kafka (MSK or self-managed) batch
- * before any record is touched, and publishes the batch's EMF metrics whether it succeeded or not.
+ * before any record is touched (its shape only: the records' bytes are decoded once, by the batch
+ * processor), and publishes the batch's EMF metrics whether it succeeded or not.
  */
 export function kafkaBatchMiddleware(
   telemetry: Telemetry,
 ): MiddlewareObj<unknown, KafkaBatchResponse, Error, Context> {
-  // Named, so Middy's timing hooks (beforeMiddleware / afterMiddleware) can tell them apart.
-  // Returns nothing on purpose: a Middy `after` that returns a value replaces the response (and
-  // publishStoredMetrics may return the Metrics instance).
-  function kafkaBatchPublishMetrics(): void {
-    telemetry.metrics.publishStoredMetrics();
-  }
-  return {
-    // The shape only: the records' bytes are decoded once, by the batch processor.
-    before: function kafkaBatchAssertEvent(request) {
-      assertKafkaEvent(request.event);
-    },
-    after: kafkaBatchPublishMetrics,
-    onError: kafkaBatchPublishMetrics,
-  };
+  return batchMiddleware("kafka", telemetry, assertKafkaEvent);
 }
 
 /**
@@ -63,8 +52,7 @@ export function kafkaConsumer<T = unknown>(
   handler: KafkaRecordHandler<T>,
   config: KafkaConsumerConfig<T> = {},
 ): MiddyfiedHandler<unknown, KafkaBatchResponse, Error, Context> {
-  const telemetry =
-    config.telemetry && "count" in config.telemetry ? config.telemetry : createTelemetry(config.telemetry);
+  const telemetry = telemetryOf(config.telemetry);
   let cached = config.producer;
   const producer = () => {
     cached ??= getKafkaProducer();
@@ -81,10 +69,5 @@ export function kafkaConsumer<T = unknown>(
     dynamodbClient: config.dynamodbClient ?? new DynamoDBClient({}),
     telemetry,
   });
-  return (
-    middy<unknown, KafkaBatchResponse, Error, Context>()
-      .use(kafkaBatchMiddleware(telemetry))
-      // Middy 7 passes its abort signal (aborted just before the Lambda's time is up) to the handler.
-      .handler((event, context, { signal }) => process(event, context, signal))
-  );
+  return batchHandler(kafkaBatchMiddleware(telemetry), process);
 }

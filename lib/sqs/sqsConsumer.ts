@@ -1,8 +1,9 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import middy, { type MiddlewareObj, type MiddyfiedHandler } from "@middy/core";
+import type { MiddlewareObj, MiddyfiedHandler } from "@middy/core";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { createTelemetry, type Telemetry, type TelemetryOptions } from "../observability/telemetry.ts";
+import { batchHandler, batchMiddleware, telemetryOf } from "../batch/batchHandler.ts";
+import type { Telemetry, TelemetryOptions } from "../observability/telemetry.ts";
 import {
   createSqsBatchProcessor,
   type SqsConsumerOptions,
@@ -30,18 +31,7 @@ export type SqsConsumerConfig<T> = Omit<
 export function sqsBatchMiddleware(
   telemetry: Telemetry,
 ): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
-  // Named, so Middy's timing hooks (beforeMiddleware / afterMiddleware) can tell them apart.
-  // Returns nothing on purpose: a value returned from a Middy hook becomes the response.
-  function sqsBatchPublishMetrics(): void {
-    telemetry.metrics.publishStoredMetrics();
-  }
-  return {
-    before: function sqsBatchAssertEvent(request) {
-      assertSqsEvent(request.event);
-    },
-    after: sqsBatchPublishMetrics,
-    onError: sqsBatchPublishMetrics,
-  };
+  return batchMiddleware("sqs", telemetry, assertSqsEvent);
 }
 
 /**
@@ -60,18 +50,12 @@ export function sqsConsumer<T = unknown>(
   handler: SqsRecordHandler<T>,
   config: SqsConsumerConfig<T> = {},
 ): MiddyfiedHandler<SQSEvent, SQSBatchResponse, Error, Context> {
-  const telemetry =
-    config.telemetry && "count" in config.telemetry ? config.telemetry : createTelemetry(config.telemetry);
+  const telemetry = telemetryOf(config.telemetry);
   const process = createSqsBatchProcessor(handler, {
     ...config,
     sqsClient: config.sqsClient ?? createSqsClient(),
     dynamodbClient: config.dynamodbClient ?? new DynamoDBClient({}),
     telemetry,
   });
-  return (
-    middy<SQSEvent, SQSBatchResponse, Error, Context>()
-      .use(sqsBatchMiddleware(telemetry))
-      // Middy 7 passes its abort signal (aborted just before the Lambda's time is up) to the handler.
-      .handler((event, context, { signal }) => process(event, context, signal))
-  );
+  return batchHandler(sqsBatchMiddleware(telemetry), process);
 }
