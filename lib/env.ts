@@ -1,5 +1,5 @@
 /**
- * The environment variables the library and the reference functions read. The CDK constructs set
+ * The environment variables the library and its prebuilt handlers read. The CDK constructs set
  * them; the code reads them. One list, so a rename breaks the typecheck instead of a deployment. It
  * sits outside lib/cdk so that a handler reads the names without importing any construct code.
  */
@@ -21,6 +21,7 @@ export const OUTBOX_ENV = {
   pendingShards: "OUTBOX_PENDING_SHARDS",
 } as const;
 
+/** Environment variables the consumers read; `ConsumerFunction` sets them. */
 export const LAMBDA_ENV = {
   dedupTableName: "DEDUP_TABLE_NAME",
   /** How long a dedup key is remembered (seconds): the TTL the dedup store writes. */
@@ -31,9 +32,6 @@ export const LAMBDA_ENV = {
    */
   consumerName: "CONSUMER_NAME",
   appTableName: OUTBOX_ENV.tableName,
-  ordersQueueUrl: "ORDERS_QUEUE_URL",
-  ordersDlqUrl: "ORDERS_DLQ_URL",
-  reportQueueUrl: "REPORT_QUEUE_URL",
   /** The DLQ of the queue that triggers the function: permanent errors are parked there at once. */
   dlqUrl: "DLQ_URL",
   kafkaBrokers: "KAFKA_BROKERS",
@@ -52,4 +50,5 @@ export const LAMBDA_ENV = {
   outboxPendingShards: OUTBOX_ENV.pendingShards,
 } as const;
 
+/** The name of one of the environment variables in `LAMBDA_ENV`. */
 export type LambdaEnvName = (typeof LAMBDA_ENV)[keyof typeof LAMBDA_ENV];

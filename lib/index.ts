@@ -25,7 +25,6 @@ export {
   UnknownEventShapeError,
 } from "./core/errors.ts";
 export { CONTEXT_HEADERS, type FailureContext } from "./core/failureContext.ts";
-export { LEASE_CADENCE } from "./core/leaseKeeper.ts";
 export {
   type ClaimResult,
   createDedupStore,
@@ -39,14 +38,14 @@ export {
   type IdempotencyOptions,
   type IdempotencySetting,
 } from "./dedup/idempotency.ts";
-export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS, DEDUP_TTL_ATTRIBUTE } from "./dedup/schema.ts";
+export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TTL_ATTRIBUTE } from "./dedup/schema.ts";
 export { KAFKA_CONSUMER_DEFAULTS } from "./kafka/kafkaBatchProcessor.ts";
 export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./kafka/kafkaConsumer.ts";
 export { getKafkaProducer, type KafkaProducer } from "./kafka/producer.ts";
 export { createRetryLadder, ladderFromRuntimeConfig, type RetryLadder } from "./kafka/retryLadder.ts";
 export { createTelemetry, METRIC, type Telemetry, type TelemetryOptions } from "./observability/telemetry.ts";
 export { createInboxOutbox, createOutboxRelay, createOutboxSweeper, withUnitOfWork } from "./outbox/index.ts";
-export { type BackoffPolicy, DEFAULT_BACKOFF, fullJitterDelaySeconds } from "./sqs/backoff.ts";
+export { type BackoffPolicy, DEFAULT_BACKOFF } from "./sqs/backoff.ts";
 export { SQS_CONSUMER_DEFAULTS } from "./sqs/sqsBatchProcessor.ts";
 export { createSqsClient } from "./sqs/sqsClient.ts";
 export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./sqs/sqsConsumer.ts";

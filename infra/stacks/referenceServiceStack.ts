@@ -22,6 +22,7 @@ import {
 import { PROJECT_ROOT } from "../../lib/cdk/functionDefaults.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "../../lib/cdk/guardAcknowledgements.ts";
 import type { InfraContext } from "../config.ts";
+import { REFERENCE_ENV } from "../referenceEnv.ts";
 
 /**
  * The reference service's functions: its own at `functions/<name>/handler.ts`; the outbox relay and
@@ -185,8 +186,8 @@ export class ReferenceServiceStack extends Stack {
     orderConsumer.addSqsTrigger(this.orders, {
       batchSize: 10,
       maxConcurrency: 10,
-      queueUrlEnv: LAMBDA_ENV.ordersQueueUrl,
-      dlqUrlEnv: LAMBDA_ENV.ordersDlqUrl,
+      queueUrlEnv: REFERENCE_ENV.ordersQueueUrl,
+      dlqUrlEnv: REFERENCE_ENV.ordersDlqUrl,
     });
     this.app.addWriter(orderConsumer);
     // Its outbox events are addressed to the ladder's main topic (`kafka:<topic>`).
@@ -197,7 +198,7 @@ export class ReferenceServiceStack extends Stack {
     reportWorker.addSqsTrigger(this.reports, {
       batchSize: 1,
       maxConcurrency: 2,
-      queueUrlEnv: LAMBDA_ENV.reportQueueUrl,
+      queueUrlEnv: REFERENCE_ENV.reportQueueUrl,
     });
     this.dedup.grantDedup(reportWorker.function);
     this.app.grantUnitOfWork(reportWorker.function); // it stores the finished report in the app table

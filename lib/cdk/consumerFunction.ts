@@ -105,6 +105,7 @@ export interface ConsumerFunctionProps extends NodejsFunctionProps, ConsumerOpti
   readonly logGroup?: logs.ILogGroup;
 }
 
+/** Options of `ConsumerFunction.addSqsTrigger`. */
 export interface SqsTriggerOptions {
   /**
    * Records per batch: 1–10 on a FIFO queue; 1–10,000 on a standard queue, where above 10 needs a
@@ -124,6 +125,7 @@ export interface SqsTriggerOptions {
   readonly dlqUrlEnv?: string;
 }
 
+/** Options of `ConsumerFunction.addMskTrigger`. */
 export interface MskTriggerOptions {
   /** Consumer group of the main topic; retry topics use `<group>.<retry suffix>`. @default the consumer name */
   readonly consumerGroupId?: string;

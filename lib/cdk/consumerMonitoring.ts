@@ -9,6 +9,7 @@ import { METRIC } from "../observability/telemetry.ts";
 import type { ConsumerFunctionBase } from "./consumerFunction.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 
+/** Props of `ConsumerMonitoring`. */
 export interface ConsumerMonitoringProps {
   /** The Powertools metrics namespace the functions write to. @default "ReliableConsumers" */
   readonly metricsNamespace?: string;
@@ -24,6 +25,7 @@ export interface ConsumerMonitoringProps {
   readonly alarmTopic?: sns.ITopic;
 }
 
+/** The alarms on one queue. */
 export interface QueueAlarmOptions {
   /** Alarm when the oldest message is older than this (1 min–14 days). @default Duration.minutes(15) */
   readonly maxMessageAge?: Duration;

@@ -7,6 +7,7 @@ import { Construct } from "constructs";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
 import type { MskClusterRef } from "./mskCluster.ts";
 
+/** Props of `CreatedMskCluster`. */
 export interface CreatedMskClusterProps {
   /** An MSK Kafka version ≥ 3.6 (`AWS::MSK::Topic` needs it). @default "3.6.0" */
   readonly kafkaVersion?: string;

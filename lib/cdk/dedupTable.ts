@@ -13,6 +13,7 @@ import { LAMBDA_ENV } from "../env.ts";
 import type { ConsumerFunctionBase } from "./consumerFunction.ts";
 import { dedupWindowValidation, type RetryPath } from "./rules.ts";
 
+/** Props of `DedupTable`. */
 export interface DedupTableProps {
   /** The table's name (3–255 characters: letters, digits, `_`, `-`, `.`). @default - a CloudFormation-generated name */
   readonly tableName?: string;

@@ -10,7 +10,9 @@ import { type BundlingOptions, OutputFormat } from "aws-cdk-lib/aws-lambda-nodej
  */
 export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
+/** The runtime of every function the constructs create: Node.js 24. */
 export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
+/** The architecture of every function the constructs create: ARM64 (Graviton). */
 export const FUNCTION_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /**

@@ -15,7 +15,42 @@ export * from "./mskCluster.ts";
 export type { MskSchemaRegistry, SchemaRegistryAccess } from "./mskSchemaRegistry.ts";
 export * from "./outboxTable.ts";
 export * from "./prebuiltFunction.ts";
-export * from "./prebuiltHandlers.ts";
+export {
+  PREBUILT_HANDLER,
+  PREBUILT_HANDLERS,
+  type PrebuiltHandlerName,
+  prebuiltHandlerCode,
+} from "./prebuiltHandlers.ts";
 export * from "./queueWithDlq.ts";
 export * from "./retryLadder.ts";
-export * from "./rules.ts";
+// Not `export *`: the unit helpers (isKnown, formatSeconds) are the constructs' own.
+export {
+  type ConsumerRuleCode,
+  ConsumerRuleError,
+  checkDedupWindow,
+  checkKafkaMapping,
+  checkMskTrigger,
+  checkQueueWithDlq,
+  checkRelayParallelization,
+  checkSqsTrigger,
+  checkVisibilityTimeout,
+  dedupWindowValidation,
+  type KafkaLadderStage,
+  type KafkaMappingCheck,
+  kafkaRetryPathSeconds,
+  MAX_RECEIVE_COUNT,
+  MAX_VISIBILITY_TIMEOUT_SECONDS,
+  MIN_FIFO_RECEIVE_COUNT,
+  MSK_TRIGGER_LIMITS,
+  type MskTriggerCheck,
+  type QueueCheck,
+  type RetryPath,
+  requiredVisibilityTimeoutSeconds,
+  SQS_RETENTION_SECONDS,
+  SQS_TRIGGER_LIMITS,
+  type SqsRetryPathInput,
+  type SqsTriggerCheck,
+  sqsRetryPathSeconds,
+  VISIBILITY_TIMEOUT_FACTOR,
+  type VisibilityCheck,
+} from "./rules.ts";

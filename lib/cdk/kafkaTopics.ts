@@ -16,6 +16,7 @@ export const MSK_SERVERLESS_TOPIC_CONFIGS = new Set([
   "retention.ms",
 ]);
 
+/** Props of `KafkaTopics`. */
 export interface KafkaTopicsProps {
   /** The cluster the topics live on (provisioned: `AWS::MSK::Topic`; serverless: a custom resource). */
   readonly cluster: MskClusterRef;

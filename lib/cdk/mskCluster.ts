@@ -3,6 +3,7 @@ import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type { IConstruct } from "constructs";
 
+/** An MSK Provisioned or MSK Serverless cluster. */
 export type MskClusterKind = "provisioned" | "serverless";
 
 /**
@@ -44,8 +45,10 @@ function childArn(scope: IConstruct, clusterArn: string, kind: "topic" | "group"
   });
 }
 
+/** The ARN of a topic of the cluster (for IAM). */
 export const mskTopicArn = (scope: IConstruct, c: MskClusterRef, topic: string) =>
   childArn(scope, c.clusterArn, "topic", topic);
+/** The ARN of a consumer group of the cluster (for IAM). */
 export const mskGroupArn = (scope: IConstruct, c: MskClusterRef, group: string) =>
   childArn(scope, c.clusterArn, "group", group);
 

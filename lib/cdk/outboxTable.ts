@@ -22,6 +22,7 @@ import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgement
 import { PrebuiltFunction, type PrebuiltFunctionProps } from "./prebuiltFunction.ts";
 import { checkRelayParallelization, dedupWindowValidation, type RetryPath } from "./rules.ts";
 
+/** Props of `OutboxTable`. */
 export interface OutboxTableProps {
   /** The table's name (3–255 characters: letters, digits, `_`, `-`, `.`). @default - a CloudFormation-generated name */
   readonly tableName?: string;
@@ -33,6 +34,7 @@ export interface OutboxTableProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
+/** Options of `OutboxTable.addRelay`. */
 export interface RelayOptions {
   /** Stream records per batch (1–10,000). @default 100 */
   readonly batchSize?: number;
@@ -59,6 +61,7 @@ export interface RelayOptions {
 /** The prebuilt relay's or sweeper's function settings (VPC, memory, timeout, environment...). */
 export type PrebuiltOptions = Omit<PrebuiltFunctionProps, "prebuilt">;
 
+/** Options of `OutboxTable.addSweeper`. */
 export interface SweeperOptions {
   /** How often the sweeper runs (a rate of at least 1 minute). @default events.Schedule.rate(Duration.minutes(1)) */
   readonly schedule?: events.Schedule;

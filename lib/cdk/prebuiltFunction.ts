@@ -7,6 +7,7 @@ import { ConsumerFunctionBase, type ConsumerOptions, consumerEnvironment } from 
 import { FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 import { PREBUILT_HANDLER, type PrebuiltHandlerName, prebuiltHandlerCode } from "./prebuiltHandlers.ts";
 
+/** Props of `PrebuiltFunction`. */
 export interface PrebuiltFunctionProps extends lambda.FunctionOptions, ConsumerOptions {
   /** Which of the library's handlers: `outboxRelay`, `outboxSweeper` or `kafkaTopics`. */
   readonly prebuilt: PrebuiltHandlerName;

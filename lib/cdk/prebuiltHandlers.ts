@@ -11,6 +11,7 @@ export const PREBUILT_HANDLERS = {
   outboxSweeper: "outboxSweeper.ts",
   kafkaTopics: "kafkaTopics/handler.ts",
 } as const;
+/** The name of one of the library's prebuilt handlers. */
 export type PrebuiltHandlerName = keyof typeof PREBUILT_HANDLERS;
 
 /** The bundle's file and export: `index.mjs`, `handler`. */

@@ -13,6 +13,7 @@ import {
   sqsRetryPathSeconds,
 } from "./rules.ts";
 
+/** Props of `QueueWithDlq`. */
 export interface QueueWithDlqProps {
   /**
    * The queue's name; the DLQ is `<name>-dlq` (`.fifo` is appended on FIFO queues). 1–75

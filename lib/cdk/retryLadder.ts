@@ -30,6 +30,7 @@ export interface RetryLadderDeclaration {
   readonly plannedReplaySeconds?: number;
 }
 
+/** A topic to create: name, partitions, replication and configs. */
 export interface KafkaTopicSpec {
   readonly name: string;
   readonly partitions: number;
@@ -62,8 +63,10 @@ export function delayLabel(seconds: number): string {
   return `${seconds}s`;
 }
 
+/** A retry topic's name: `<topic>.retry.<delay>`. */
 export const retryTopicName = (topic: string, delaySeconds: number): string =>
   `${topic}.retry.${delayLabel(delaySeconds)}`;
+/** The dead-letter topic of a topic: `<topic>.DLQ`. */
 export const deadLetterTopicName = (topic: string): string => `${topic}.DLQ`;
 
 function validate(d: RetryLadderDeclaration): void {
@@ -125,6 +128,7 @@ export function ladderTopics(d: RetryLadderDeclaration): KafkaTopicSpec[] {
   ];
 }
 
+/** The ladder's declaration as the consumer reads it from `KAFKA_RETRY_LADDER`. */
 export function ladderRuntimeConfig(d: RetryLadderDeclaration): RetryLadderRuntimeConfig {
   validate(d);
   return {

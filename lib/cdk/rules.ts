@@ -94,6 +94,7 @@ export const VISIBILITY_TIMEOUT_FACTOR = 6;
 /** SQS's maximum visibility timeout (12 h). */
 export const MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200;
 
+/** The visibility timeout a queue needs: 6 × the function timeout, plus the batching window. */
 export function requiredVisibilityTimeoutSeconds(
   functionTimeoutSeconds: number,
   batchingWindowSeconds = 0,
@@ -101,6 +102,7 @@ export function requiredVisibilityTimeoutSeconds(
   return VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds + batchingWindowSeconds;
 }
 
+/** What `checkVisibilityTimeout` checks. */
 export interface VisibilityCheck {
   readonly queue: string;
   readonly visibilityTimeoutSeconds: number;
@@ -185,6 +187,7 @@ export const MAX_RECEIVE_COUNT = 1000;
  */
 export const MIN_FIFO_RECEIVE_COUNT = 3;
 
+/** What `checkQueueWithDlq` checks. */
 export interface QueueCheck {
   readonly fifo: boolean;
   readonly maxReceiveCount: number;
@@ -255,6 +258,7 @@ export const SQS_TRIGGER_LIMITS = {
   maxConcurrency: 1000,
 } as const;
 
+/** What `checkSqsTrigger` checks. */
 export interface SqsTriggerCheck {
   readonly fifo: boolean;
   readonly batchSize: number;
@@ -321,6 +325,7 @@ export const MSK_TRIGGER_LIMITS = {
   maxMaximumPollers: 2000,
 } as const;
 
+/** What `checkMskTrigger` checks. */
 export interface MskTriggerCheck {
   readonly batchSize: number;
   readonly batchingWindowSeconds: number;
@@ -435,6 +440,7 @@ export interface RetryPath {
   readonly seconds: number | undefined;
 }
 
+/** What the longest SQS retry path is computed from. */
 export interface SqsRetryPathInput {
   readonly retentionSeconds: number;
   readonly dlqRetentionSeconds: number;
@@ -461,6 +467,7 @@ export function sqsRetryPathSeconds(i: SqsRetryPathInput): number | undefined {
   return i.retentionSeconds + i.dlqRetentionSeconds + i.retentionSeconds + planned;
 }
 
+/** One stage of a Kafka retry path: a topic's delay and how long its records may wait. */
 export interface KafkaLadderStage {
   readonly topic: string;
   /** Delay before a record in this topic is retried (0 for the main topic). */

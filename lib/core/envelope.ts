@@ -17,8 +17,10 @@ export interface Envelope<TBody = unknown> {
   readonly source: RecordSource;
 }
 
+/** Where a record's dedup key came from. */
 export type KeySource = "business" | "producer" | "broker";
 
+/** Where a record came from: its queue, topic-partition-offset or stream sequence number. */
 export type RecordSource =
   | { readonly kind: "sqs"; readonly queueArn: string; readonly messageId: string }
   | { readonly kind: "kafka"; readonly topic: string; readonly partition: number; readonly offset: string }

@@ -15,6 +15,10 @@ export const CONTEXT_HEADERS = {
 
 export type ContextHeaderName = (typeof CONTEXT_HEADERS)[keyof typeof CONTEXT_HEADERS];
 
+/**
+ * The context a dead-lettered or retried record carries (`x-original-topic`, `x-retry-count`,
+ * `x-last-error`, ...).
+ */
 export interface FailureContext {
   readonly originalTopic?: string;
   readonly originalQueue?: string;

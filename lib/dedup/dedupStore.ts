@@ -11,6 +11,7 @@ import { decideRejectedClaim, type ExistingDedupRecord } from "./dedupDecision.t
 import { DEDUP_ATTR as A, DEDUP_DEFAULTS, type DedupStatus, dedupPk } from "./schema.ts";
 import { type BatchingOptions, StatementBatcher } from "./statementBatcher.ts";
 
+/** Options of `createDedupStore`. */
 export interface DedupStoreOptions {
   readonly tableName: string;
   /** Dedup scope: the consumer. Two consumers of one event must both process it. */
@@ -41,11 +42,16 @@ export interface Lease {
   readonly attempt: number;
 }
 
+/**
+ * What a claim of a dedup key gives: a lease to run the effect, a duplicate (with its stored
+ * result), or a key another holder is working on.
+ */
 export type ClaimResult =
   | { readonly status: "claimed"; readonly lease: Lease }
   | { readonly status: "duplicate"; readonly result: string | undefined }
   | { readonly status: "in-progress"; readonly leaseExpiresAtMs: number };
 
+/** Fenced dedup leases on DynamoDB, scoped by consumer + key: claim, renew, complete, release. */
 export interface DedupStore {
   readonly scope: string;
   readonly tableName: string;
@@ -90,6 +96,7 @@ function ownClaim(
   return { status: "claimed", lease: { key, token: held.token, expiresAtMs: lease, attempt } };
 }
 
+/** Creates a dedup store on a DynamoDB table. */
 export function createDedupStore(options: DedupStoreOptions): DedupStore {
   const client = options.client ?? new DynamoDBClient({});
   const leaseMs = options.leaseMs ?? DEDUP_DEFAULTS.leaseMs;

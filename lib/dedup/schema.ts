@@ -17,6 +17,7 @@ export const DEDUP_ATTR = {
 } as const;
 
 export const DEDUP_PARTITION_KEY = DEDUP_ATTR.pk;
+/** The dedup table's TTL attribute (epoch seconds). */
 export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
 
 export type DedupStatus = "IN_PROGRESS" | "COMPLETED";

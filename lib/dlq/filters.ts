@@ -13,6 +13,7 @@ export interface DeadLetterFilter {
   readonly until?: Date;
 }
 
+/** The error type of a dead letter whose context names none. */
 export const UNKNOWN_ERROR_TYPE = "unknown";
 
 /** `"InvalidJsonError: value is not valid JSON"` → `"InvalidJsonError"`. */
@@ -23,10 +24,12 @@ export function errorTypeOf(lastError: string | undefined): string {
   return type || UNKNOWN_ERROR_TYPE;
 }
 
+/** Whether a filter selects anything less than every dead letter. */
 export function isFiltering(filter: DeadLetterFilter): boolean {
   return Boolean(filter.errorTypes?.length || filter.since || filter.until);
 }
 
+/** Whether a dead letter matches a filter. */
 export function matchesFilter(
   filter: DeadLetterFilter,
   letter: { readonly errorType: string; readonly deadLetteredAtMs: number },
@@ -46,6 +49,7 @@ export interface DeadLetterSummary {
   >;
 }
 
+/** Counts dead letters by error type and source. */
 export function summarise(
   letters: Iterable<{
     errorType: string;
@@ -94,6 +98,7 @@ export function summarise(
   };
 }
 
+/** Counts of a redrive or replay, so far or in the end. */
 export interface MoveProgress {
   /** Known total to look at (high watermark, or approximate queue depth); 0 when unknown. */
   readonly total: number;

@@ -18,6 +18,7 @@ import { replayMessage } from "./replayMessage.ts";
 /** A record of a dead-letter topic, with its context decoded. */
 export { replayMessage };
 
+/** A record of a Kafka dead-letter topic, with its failure context. */
 export interface KafkaDeadLetter {
   readonly topic: string;
   readonly partition: number;
@@ -52,6 +53,7 @@ function toDeadLetter(topic: string, partition: number, message: KafkaMessage): 
   };
 }
 
+/** Options for reading a Kafka dead-letter topic. */
 export interface ReadOptions {
   readonly connection?: KafkaConnectionConfig;
   /** Gives up when no record arrives for this long before the end is reached. @default 30000 ms */
@@ -164,6 +166,7 @@ export async function inspectKafkaDeadLetters(
   return summarise(letters);
 }
 
+/** Options of `replayKafkaDeadLetters`. */
 export interface ReplayOptions extends ReadOptions {
   readonly filter?: DeadLetterFilter;
   /** Count what would move; move nothing. */
@@ -182,6 +185,7 @@ export interface ReplayOptions extends ReadOptions {
   readonly onProgress?: (p: MoveProgress) => void;
 }
 
+/** What a replay republished, skipped and failed. */
 export interface ReplayResult extends MoveProgress {
   /** Already replayed by an earlier run (per the ledger). */
   readonly alreadyReplayed: number;

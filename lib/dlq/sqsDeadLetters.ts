@@ -56,6 +56,7 @@ function plain(message: Message): Record<string, PlainAttribute> {
   return out;
 }
 
+/** Reads an SQS message of a DLQ into a dead letter with its context. */
 export function toSqsDeadLetter(message: Message): SqsDeadLetter {
   const { attributes, context } = unpackAttributes(plain(message));
   return {
@@ -173,6 +174,7 @@ export async function inspectSqsDeadLetters(
   return summarise(letters);
 }
 
+/** Options of `redriveSqsDeadLetters`. */
 export interface RedriveOptions {
   /** Send here instead of each message's `x-original-queue`. Needed for messages SQS dead-lettered itself. */
   readonly toQueueUrl?: string;
@@ -187,6 +189,7 @@ export interface RedriveOptions {
   readonly onProgress?: (p: MoveProgress) => void;
 }
 
+/** What a redrive moved, skipped and failed. */
 export interface RedriveResult extends MoveProgress {
   readonly method: "StartMessageMoveTask" | "receive-send-delete";
   readonly noDestination: number;

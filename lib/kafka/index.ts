@@ -35,7 +35,6 @@ export {
   SCHEMA_REGISTRY_ENV,
   toKafkaEnvelope,
 } from "./kafkaEnvelope.ts";
-export { kafkajsRequestQueueFixed } from "./kafkajsRequestQueueFix.ts";
 export { type KafkaRecordView, type MskEventJson, type MskRecordJson, readKafkaEvent } from "./mskEvent.ts";
 export {
   type KafkaBatchItemFailure,
@@ -60,13 +59,11 @@ export {
 } from "./publishErrors.ts";
 export {
   createRetryLadder,
-  dueDecision,
   ladderFromRuntimeConfig,
   ladderTopics,
   type RetryLadder,
   type Route,
   routeFailure,
-  topicRole,
 } from "./retryLadder.ts";
 export { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
 // Schemas and registries: also importable on their own from ./schemas/index.ts.

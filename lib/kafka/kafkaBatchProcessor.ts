@@ -27,6 +27,7 @@ export type KafkaIdempotencyOptions = IdempotencyOptions;
 /** The record, the Lambda context, and a signal that aborts when its lease is lost or the time is up. */
 export type KafkaRecordContext = BatchRecordContext<KafkaRecordView>;
 
+/** Your per-record function: runs once per Kafka record, with its envelope and context. */
 export type KafkaRecordHandler<T> = (
   envelope: KafkaEnvelope<T>,
   ctx: KafkaRecordContext,
@@ -43,6 +44,7 @@ export const KAFKA_CONSUMER_DEFAULTS = {
   timeMarginMs: 5000,
 };
 
+/** Options of the Kafka consumer (`kafkaConsumer`, `createKafkaBatchProcessor`). */
 export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   /**
    * The consuming service: the `x-consumer` header and the default dedup scope.

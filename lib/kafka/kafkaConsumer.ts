@@ -12,6 +12,10 @@ import { assertKafkaEvent } from "./mskEvent.ts";
 import type { KafkaBatchResponse } from "./partialResponse.ts";
 import { getKafkaProducer, type KafkaProducer } from "./producer.ts";
 
+/**
+ * The options of `kafkaConsumer`: the processor's, with the producer, the DynamoDB client and the
+ * telemetry made for you.
+ */
 export type KafkaConsumerConfig<T> = Omit<
   KafkaConsumerOptions<T>,
   "producer" | "dynamodbClient" | "telemetry"

@@ -122,6 +122,7 @@ async function parsePart(
   }
 }
 
+/** How a Kafka record is read into its envelope: parsing, schemas, the business key, limits. */
 export interface KafkaEnvelopeOptions<T> {
   /**
    * How to read the value: `json` (parsed), `text` (UTF-8 string), `bytes` (the Buffer as is), or a

@@ -37,6 +37,7 @@ export interface SchemaMetadata {
   readonly schemaId?: string;
 }
 
+/** The event of an MSK or self-managed Kafka event source mapping. */
 export interface MskEventJson {
   readonly eventSource?: string;
   readonly eventSourceArn?: string;

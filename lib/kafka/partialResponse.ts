@@ -21,10 +21,12 @@ export interface KafkaItemIdentifier {
   readonly offset: number;
 }
 
+/** One entry of a Kafka partial batch response. */
 export interface KafkaBatchItemFailure {
   readonly itemIdentifier: KafkaItemIdentifier;
 }
 
+/** The partial batch response of a Kafka event source mapping. */
 export interface KafkaBatchResponse {
   readonly batchItemFailures: KafkaBatchItemFailure[];
 }

@@ -45,6 +45,7 @@ export interface OutgoingMessage {
   readonly partition?: number;
 }
 
+/** Where a produced record landed. */
 export interface PublishedRecord {
   readonly topic: string;
   readonly partition: number;
@@ -52,11 +53,13 @@ export interface PublishedRecord {
   readonly baseOffset: string | undefined;
 }
 
+/** Messages for one topic, for `sendBatch`. */
 export interface TopicMessages {
   readonly topic: string;
   readonly messages: ReadonlyArray<OutgoingMessage>;
 }
 
+/** The producer the consumer routes failures with and the relay publishes with. */
 export interface KafkaProducer {
   /** Produces to one topic; resolves once every replica has the records (acks = all). */
   send(topic: string, messages: ReadonlyArray<OutgoingMessage>): Promise<PublishedRecord[]>;
@@ -66,6 +69,7 @@ export interface KafkaProducer {
   disconnect(): Promise<void>;
 }
 
+/** Options of `createKafkaProducer`. */
 export interface KafkaProducerOptions {
   /** Compression codec for produce requests. @default none */
   readonly compression?: CompressionTypes;

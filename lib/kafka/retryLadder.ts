@@ -10,6 +10,7 @@
  */
 import { ConsumerConfigError } from "../core/errors.ts";
 
+/** A Kafka retry ladder: its delays, its retry topics and its dead-letter topic. */
 export interface RetryLadder {
   /** Delay of each rung, in milliseconds, in order. Empty: failures go straight to the DLQ. */
   readonly delaysMs: readonly number[];
@@ -48,6 +49,7 @@ export function formatDelay(ms: number): string {
   return `${ms}ms`;
 }
 
+/** Creates a retry ladder from its delays. */
 export function createRetryLadder(
   options: {
     delays?: ReadonlyArray<string | number>;
@@ -101,6 +103,7 @@ export function topicRole(ladder: RetryLadder, topic: string): TopicRole {
   return { kind: "main", baseTopic: topic };
 }
 
+/** Where a failed Kafka record goes: a retry topic or the dead-letter topic. */
 export type Route =
   | {
       readonly kind: "retry";

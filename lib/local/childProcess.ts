@@ -30,6 +30,7 @@ function hookExit(): void {
   }
 }
 
+/** A tool the emulators need (Java, kcat) is not installed; the message says how to install it. */
 export class MissingPrerequisiteError extends Error {
   override readonly name = "MissingPrerequisiteError";
 }

@@ -12,6 +12,7 @@ import {
   waitForLine,
 } from "./childProcess.ts";
 
+/** A running DynamoDB Local (with Streams) on 127.0.0.1. */
 export interface DynamoDbLocal {
   /** `http://127.0.0.1:<port>` */
   readonly endpoint: string;
@@ -19,6 +20,7 @@ export interface DynamoDbLocal {
   stop(): Promise<void>;
 }
 
+/** Options of `startDynamoDbLocal`. */
 export interface DynamoDbLocalOptions {
   /** One database for every access key and region, so any client sees the same tables. @default true */
   readonly sharedDb?: boolean;

@@ -22,6 +22,10 @@ export interface LocalKafka {
   stop(): Promise<void>;
 }
 
+/**
+ * The emulators `startEmulators` started, with the environment that points the SDKs and Kafka
+ * clients at them.
+ */
 export interface Emulators {
   readonly dynamodb: DynamoDbLocal;
   readonly sqs: SqsLocal;
@@ -40,6 +44,7 @@ export interface EmulatorOptions {
   readonly kafkaBrokers?: 1 | 3;
 }
 
+/** The region the emulators and the local runtime use. */
 export const LOCAL_REGION = "us-east-1";
 
 /** Reads a `--kafka mock|real` flag (or `--kafka=real`); `fallback` when absent. */

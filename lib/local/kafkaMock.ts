@@ -1,5 +1,6 @@
 import { drain, requireCommand, spawnGuarded, stopChild, waitForLine } from "./childProcess.ts";
 
+/** A running librdkafka mock cluster on 127.0.0.1. */
 export interface KafkaMock {
   /** `127.0.0.1:<port>` of each mock broker. */
   readonly brokers: string[];
@@ -7,6 +8,7 @@ export interface KafkaMock {
   stop(): Promise<void>;
 }
 
+/** Options of `startKafkaMock`. */
 export interface KafkaMockOptions {
   /** @default 3 */
   readonly brokers?: number;

@@ -29,6 +29,7 @@ export async function createDedupTable(client: DynamoDBClient, tableName: string
   );
 }
 
+/** Deletes a table, if it exists. */
 export async function deleteTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
     await client.send(new DeleteTableCommand({ TableName: tableName }));

@@ -1,5 +1,6 @@
 import { MissingPrerequisiteError } from "./childProcess.ts";
 
+/** A running fauxqs SQS emulator on 127.0.0.1. */
 export interface SqsLocal {
   /** `http://127.0.0.1:<port>` */
   readonly endpoint: string;

@@ -18,6 +18,7 @@ export interface Telemetry {
   count(name: MetricName, value?: number): void;
 }
 
+/** The metric names the library emits (EMF), one place. */
 export const METRIC = {
   processed: "Processed",
   duplicates: "DuplicatesSuppressed",
@@ -65,6 +66,7 @@ export const METRIC = {
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 
+/** Options of `createTelemetry`. */
 export interface TelemetryOptions {
   /** @default POWERTOOLS_SERVICE_NAME or "reliable-consumer" */
   readonly serviceName?: string;
@@ -77,6 +79,7 @@ export interface TelemetryOptions {
   readonly logPayloads?: boolean;
 }
 
+/** Creates the logger and EMF metrics the consumers report through. */
 export function createTelemetry(options: TelemetryOptions = {}): Telemetry {
   const serviceName = options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? "reliable-consumer";
   const logger = options.logger ?? createJsonLogger(serviceName);

@@ -36,6 +36,7 @@ export interface EventKey {
   readonly sk: string;
 }
 
+/** The defaults of the per-aggregate order check. */
 export const AGGREGATE_ORDER_DEFAULTS = {
   /**
    * Predecessor queries in flight at once: a batch of 100 events of 100 aggregates needs 100, and

@@ -34,6 +34,7 @@ function binarySize(b: Uint8Array | undefined): number {
   return b?.byteLength ?? 0;
 }
 
+/** The size of one attribute value as DynamoDB counts it. */
 export function attributeValueSize(v: AttributeValue): number {
   if (v.S !== undefined) return utf8(v.S);
   if (v.N !== undefined) return numberSize(v.N);
@@ -48,6 +49,7 @@ export function attributeValueSize(v: AttributeValue): number {
   return 0;
 }
 
+/** The size of an item as DynamoDB counts it (against its 400 KB limit). */
 export function itemSize(item: Record<string, AttributeValue>): number {
   let total = 0;
   for (const [name, value] of Object.entries(item)) total += utf8(name) + attributeValueSize(value);

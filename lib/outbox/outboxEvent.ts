@@ -80,6 +80,7 @@ export const OUTBOX_HEADERS = {
   createdAt: "created-at",
 } as const;
 
+/** A new event id: a UUIDv7, ordered by time. */
 export function newEventId(): string {
   return uuidv7();
 }

@@ -40,6 +40,7 @@ export type Target =
 
 export type { PublishOutcome } from "./outboxEvent.ts";
 
+/** Options of `createOutboxPublisher`. */
 export interface OutboxPublisherOptions {
   /** @default createSqsClient() */
   readonly sqs?: SQSClient;
@@ -63,6 +64,7 @@ export interface OutboxPublisherOptions {
   readonly schemas?: Readonly<Record<string, PayloadEncoder>>;
 }
 
+/** Publishes outbox events to their destinations (Kafka topics, SQS queues). */
 export interface OutboxPublisher {
   /** Outcomes aligned with `events`. */
   publish(events: ReadonlyArray<OutboxEvent>): Promise<PublishOutcome[]>;
@@ -145,6 +147,7 @@ async function mapLimit<T>(
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** Creates an outbox publisher for the configured destinations. */
 export function createOutboxPublisher(options: OutboxPublisherOptions = {}): OutboxPublisher {
   let sqsClient = options.sqs;
   const sqs = () => {

@@ -52,6 +52,7 @@ export interface OutboxRelayOptions {
   readonly now?: () => number;
 }
 
+/** What one relay invocation published, parked and left for a retry. */
 export interface RelayReport {
   readonly published: number;
   readonly parked: number;
@@ -62,6 +63,7 @@ export interface RelayReport {
   readonly markFailures: number;
 }
 
+/** The outbox relay: a DynamoDB Streams handler that publishes new outbox events. */
 export interface OutboxRelay {
   handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse>;
   /** What the last invocation did (tests, benchmarks). */
@@ -80,6 +82,7 @@ type Parsed =
   | { kind: "park"; error: unknown; image: unknown; key: { pk: string; sk: string } | undefined }
   | { kind: "skip"; reason: "not-insert" | "not-outbox" | "not-pending" };
 
+/** Creates the outbox relay (the DynamoDB Streams handler). */
 export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay {
   const client = options.client ?? new DynamoDBClient({});
   const publisher = options.publisher ?? createOutboxPublisher(options.publisherOptions);

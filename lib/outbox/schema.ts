@@ -72,7 +72,9 @@ export const OUTBOX_ATTR = {
   messageSource: "messageSource",
 } as const;
 
+/** The app table's partition key. */
 export const OUTBOX_PARTITION_KEY = OUTBOX_ATTR.pk;
+/** The app table's sort key. */
 export const OUTBOX_SORT_KEY = OUTBOX_ATTR.sk;
 /** Key schema of the app table: pk (S, HASH) + sk (S, RANGE). */
 export const APP_TABLE_KEYS = {
@@ -82,28 +84,39 @@ export const APP_TABLE_KEYS = {
 
 /** Sparse GSI: partition `pending` (S), sort `pendingSince` (N), projection ALL (the sweeper republishes from it). */
 export const OUTBOX_PENDING_INDEX = "pending-index";
+/** The keys of the sparse pending-events GSI. */
 export const OUTBOX_PENDING_INDEX_KEYS = {
   partitionKey: { name: OUTBOX_ATTR.pending, type: "S" },
   sortKey: { name: OUTBOX_ATTR.pendingSince, type: "N" },
   projection: "ALL",
 } as const;
+/** The app table's TTL attribute (epoch seconds; never on a pending event). */
 export const OUTBOX_TTL_ATTRIBUTE = OUTBOX_ATTR.expiresAt;
 /** The relay reads the new image of each INSERT. NEW_AND_OLD_IMAGES works too. */
 export const OUTBOX_STREAM_VIEW_TYPE = "NEW_IMAGE";
 
+/** Partition-key prefix of outbox events: `OUTBOX#<aggregateType>#<aggregateId>`. */
 export const OUTBOX_PK_PREFIX = "OUTBOX#";
+/** Sort-key prefix of outbox events: `EVENT#<eventId>`. */
 export const OUTBOX_SK_PREFIX = "EVENT#";
+/** Partition-key prefix of inbox markers: `INBOX#<scope>#<dedup key>`. */
 export const INBOX_PK_PREFIX = "INBOX#";
+/** Sort key of every inbox marker. */
 export const INBOX_SK = "INBOX";
+/** `itemType` of an outbox event. */
 export const OUTBOX_ITEM_TYPE = "OUTBOX";
+/** `itemType` of an inbox marker. */
 export const INBOX_ITEM_TYPE = "INBOX";
 
+/** The partition key of an aggregate's outbox events. */
 export function outboxPk(aggregateType: string, aggregateId: string): string {
   return `${OUTBOX_PK_PREFIX}${aggregateType}#${aggregateId}`;
 }
+/** The sort key of an outbox event. */
 export function outboxSk(eventId: string): string {
   return `${OUTBOX_SK_PREFIX}${eventId}`;
 }
+/** The partition key of an inbox marker. */
 export function inboxPk(scope: string, key: string): string {
   return `${INBOX_PK_PREFIX}${scope}#${key}`;
 }
@@ -147,6 +160,7 @@ export const OUTBOX_IAM_ACTIONS = {
   sweeper: ["dynamodb:Query", "dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
 } as const;
 
+/** The outbox's defaults: retention, pending shards, sweeper age. */
 export const OUTBOX_DEFAULTS = {
   /** Outbox events are kept 7 days after creation (longer than the 24 h stream window). */
   eventRetentionSeconds: 7 * 24 * 3600,

@@ -43,6 +43,7 @@ export interface StreamPollerOptions {
   readonly region?: string;
 }
 
+/** Reads a DynamoDB stream into Lambda-shaped records (tools and tests). */
 export interface StreamPoller {
   /** Polls every shard until a full round finds no new records and nothing is left to retry. */
   drain(options?: { maxRounds?: number }): Promise<StreamPollerStats>;
@@ -149,6 +150,7 @@ function matchRule(rule: unknown, value: unknown): boolean {
   return rule === value;
 }
 
+/** Creates a DynamoDB stream poller. */
 export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
   const { client, streamArn, handler } = options;
   const batchSize = options.batchSize ?? 100;

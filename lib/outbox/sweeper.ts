@@ -46,6 +46,7 @@ export interface OutboxSweeperOptions {
   readonly now?: () => number;
 }
 
+/** What one sweep did, and the backlog after it. */
 export interface SweepReport {
   /** Pending events older than minAgeMs that this run looked at. */
   readonly due: number;
@@ -62,6 +63,7 @@ export interface SweepReport {
   readonly truncated: boolean;
 }
 
+/** The outbox sweeper: republishes events the relay missed, and measures the backlog. */
 export interface OutboxSweeper {
   /** One run. `deadline` (epoch ms) stops it early, e.g. a Lambda's remaining time minus a margin. */
   sweep(options?: { deadline?: number }): Promise<SweepReport>;
@@ -75,6 +77,7 @@ interface Due {
   readonly sk: string;
 }
 
+/** Creates the outbox sweeper. */
 export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweeper {
   const client = options.client ?? new DynamoDBClient({});
   const publisher = options.publisher ?? createOutboxPublisher(options.publisherOptions);

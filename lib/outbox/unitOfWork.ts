@@ -55,26 +55,31 @@ interface ExpressionParts {
   readonly ExpressionAttributeValues?: Item;
 }
 
+/** A put staged in a unit of work. */
 export interface StagedPut extends ExpressionParts {
   /** @default the unit of work's table */
   readonly TableName?: string;
   readonly Item: Item;
 }
+/** An update staged in a unit of work. */
 export interface StagedUpdate extends ExpressionParts {
   readonly TableName?: string;
   readonly Key: Item;
   readonly UpdateExpression: string;
 }
+/** A delete staged in a unit of work. */
 export interface StagedDelete extends ExpressionParts {
   readonly TableName?: string;
   readonly Key: Item;
 }
+/** A condition check staged in a unit of work. */
 export interface StagedConditionCheck extends ExpressionParts {
   readonly TableName?: string;
   readonly Key: Item;
   readonly ConditionExpression: string;
 }
 
+/** Options of one staged write. */
 export interface StageOptions {
   /** A name for errors and logs. @default `put#1`, `update#2`, … */
   readonly label?: string;
@@ -98,6 +103,7 @@ export interface UnitOfWork<TBody = unknown> {
   readonly actionCount: number;
 }
 
+/** What a unit of work gives: committed (with its events), or a duplicate whose marker was already there. */
 export type UnitOfWorkResult<T> =
   | {
       readonly status: "committed";
@@ -109,6 +115,7 @@ export type UnitOfWorkResult<T> =
   /** The inbox marker was already there: this message was processed before; nothing was applied. */
   | { readonly status: "duplicate"; readonly firstReceivedAt: number | undefined };
 
+/** Options of `createInboxOutbox`. */
 export interface UnitOfWorkOptions {
   /** The app table: business items, inbox markers and outbox events. */
   readonly tableName: string;
@@ -143,6 +150,7 @@ export interface UnitOfWorkOptions {
 
 export type UnitOfWorkHandler<TBody, T> = (uow: UnitOfWork<TBody>) => Promise<T> | T;
 
+/** The transactional inbox and outbox of one app table: `begin` a unit of work per message. */
 export interface InboxOutbox {
   readonly tableName: string;
   readonly scope: string;
@@ -276,6 +284,7 @@ const STAGE_BUILDERS: { readonly [K in StagedKind]: (write: StagedWrites[K], tab
 const THROTTLING = new Set(["ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"]);
 const REJECTED = new Set(["ValidationError", "ItemCollectionSizeLimitExceeded"]);
 
+/** Creates the inbox and outbox of an app table. */
 export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
   const client = options.client ?? new DynamoDBClient({});
   const { tableName, scope } = options;

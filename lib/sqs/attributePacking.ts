@@ -17,6 +17,7 @@ export const CONTEXT_ATTRIBUTE = "x-failure-context";
 /** Used only when the user has 10 attributes: `{ attributes, context }` as JSON. */
 export const FOLDED_ATTRIBUTE = "x-folded-attributes";
 
+/** Packs the failure context beside the user's attributes within SQS's 10-attribute limit. */
 export function packAttributes(
   user: Readonly<Record<string, PlainAttribute>>,
   context: Readonly<Record<string, string>>,

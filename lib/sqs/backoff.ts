@@ -1,3 +1,7 @@
+/**
+ * Exponential backoff with full jitter: the delay doubles from `baseSeconds` per attempt, capped at
+ * `maxSeconds`.
+ */
 export interface BackoffPolicy {
   /** Delay before the first retry. @default 2 s */
   readonly baseSeconds: number;
@@ -5,6 +9,7 @@ export interface BackoffPolicy {
   readonly maxSeconds: number;
 }
 
+/** The SQS consumer's visibility backoff: base 2 s, cap 900 s. */
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseSeconds: 2, maxSeconds: 900 };
 
 /**

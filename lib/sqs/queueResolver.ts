@@ -2,6 +2,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from "@
 import { QueueNotFoundError } from "./errors.ts";
 import { parseQueueArn } from "./sqsEvent.ts";
 
+/** A source queue as looked up from its ARN: URL, visibility timeout, redrive target and receive count. */
 export interface QueueInfo {
   readonly url: string;
   readonly visibilityTimeoutSeconds: number;

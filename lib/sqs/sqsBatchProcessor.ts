@@ -33,6 +33,7 @@ export const SQS_CONSUMER_DEFAULTS = {
   backoff: DEFAULT_BACKOFF as BackoffPolicy,
 };
 
+/** Options of the SQS consumer (`sqsConsumer`, `createSqsBatchProcessor`). */
 export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
   /**
    * The consuming service: the default dedup scope and the `x-consumer` of what it parks.
@@ -74,6 +75,7 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
 /** The record, the Lambda context, and a signal that aborts when its lease is lost or the time is up. */
 export type RecordContext = BatchRecordContext<SQSRecord>;
 
+/** Your per-record function: runs once per SQS record, with its envelope and context. */
 export type SqsRecordHandler<T> = (envelope: Envelope<T>, ctx: RecordContext) => Promise<unknown> | unknown;
 
 type Plan<T> = RecordPlan<SQSRecord, T>;

@@ -12,6 +12,7 @@ import {
 import { createSqsClient } from "./sqsClient.ts";
 import { assertSqsEvent } from "./sqsEvent.ts";
 
+/** The options of `sqsConsumer`: the processor's, with the clients and the telemetry made for you. */
 export type SqsConsumerConfig<T> = Omit<
   SqsConsumerOptions<T>,
   "sqsClient" | "dynamodbClient" | "telemetry"

@@ -10,6 +10,7 @@ import {
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { carriedMessageId } from "./attributePacking.ts";
 
+/** How an SQS record is read into its envelope: parsing, schema, business key, size limit. */
 export interface SqsEnvelopeOptions<T> {
   /** How to read the body. @default "json" */
   readonly parse?: "json" | "text";
@@ -21,6 +22,7 @@ export interface SqsEnvelopeOptions<T> {
   readonly maxBodyBytes?: number;
 }
 
+/** How an SQS record is read by default. */
 export const SQS_ENVELOPE_DEFAULTS = {
   parse: "json" as "json" | "text",
   /**

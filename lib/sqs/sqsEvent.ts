@@ -10,6 +10,7 @@ export interface QueueRef {
   readonly fifo: boolean;
 }
 
+/** Parses an SQS queue ARN. */
 export function parseQueueArn(arn: string): QueueRef {
   const parts = arn.split(":");
   if (parts.length !== 6 || parts[0] !== "arn" || parts[2] !== "sqs") {

@@ -1,5 +1,6 @@
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 
+/** One record's new visibility timeout. */
 export interface VisibilityChange {
   readonly id: string;
   readonly receiptHandle: string;

@@ -6,6 +6,7 @@ import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { defaultHeartbeatAfterMs, HEARTBEAT_DEFAULTS } from "./heartbeatDefaults.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 
+/** Tuning of the visibility heartbeat. */
 export interface HeartbeatOptions {
   /**
    * Extend in-flight records once this long has passed since the batch was received (the message

@@ -1,12 +1,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
-import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "reliable-consumers";
+import { DEDUP_DEFAULTS } from "reliable-consumers";
 import { LAMBDA_ENV, ladderRuntimeConfig } from "reliable-consumers/cdk";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { beforeAll, describe, expect, it } from "vitest";
+import { REFERENCE_ENV } from "../../infra/referenceEnv.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
 import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
+import { DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
 import {
   acknowledgements,
   findingsOf,
@@ -337,10 +339,10 @@ describe("consumer functions", () => {
       ScalingConfig: { MaximumConcurrency: 2 },
     });
     const env = order.Properties.Environment.Variables;
-    for (const name of [LAMBDA_ENV.ordersQueueUrl, LAMBDA_ENV.ordersDlqUrl, LAMBDA_ENV.dlqUrl])
+    for (const name of [REFERENCE_ENV.ordersQueueUrl, REFERENCE_ENV.ordersDlqUrl, LAMBDA_ENV.dlqUrl])
       expect(env[name]).toBeDefined();
-    expect(env[LAMBDA_ENV.ordersDlqUrl]).toEqual(env[LAMBDA_ENV.dlqUrl]);
-    expect(report.Properties.Environment.Variables[LAMBDA_ENV.reportQueueUrl]).toBeDefined();
+    expect(env[REFERENCE_ENV.ordersDlqUrl]).toEqual(env[LAMBDA_ENV.dlqUrl]);
+    expect(report.Properties.Environment.Variables[REFERENCE_ENV.reportQueueUrl]).toBeDefined();
     expect(report.Properties.Timeout).toBe(300);
     expect(report.Properties.Environment.Variables[LAMBDA_ENV.appTableName]).toBeDefined();
     for (const [, fn] of [functionNamed("outbox-relay"), functionNamed("outbox-sweeper")]) {

@@ -11,7 +11,6 @@ import {
   deadLetterTopicName,
   delayLabel,
   encodeTopicConfigs,
-  formatSeconds,
   kafkaRetryPathSeconds,
   ladderRetryPathSeconds,
   ladderRuntimeConfig,
@@ -24,6 +23,7 @@ import { ladderFromRuntimeConfig } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
+import { formatSeconds } from "../../lib/cdk/rules.ts";
 import { planTopic, TopicShrinkError } from "../../lib/handlers/kafkaTopics/plan.ts";
 import {
   defaultHeartbeatAfterMs,

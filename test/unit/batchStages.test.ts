@@ -24,7 +24,13 @@ import {
 import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
 import { withDefaults } from "../../lib/core/defaults.ts";
 import * as coreErrors from "../../lib/core/errors.ts";
-import { checkIntervalMs, keepLease, renewalDue, renewIfAged } from "../../lib/core/leaseKeeper.ts";
+import {
+  checkIntervalMs,
+  keepLease,
+  LEASE_CADENCE,
+  renewalDue,
+  renewIfAged,
+} from "../../lib/core/leaseKeeper.ts";
 import * as kafkaErrors from "../../lib/kafka/errors.ts";
 import { createLaneGate } from "../../lib/kafka/kafkaRouting.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
@@ -312,7 +318,7 @@ describe("the new public API (added, nothing removed)", () => {
     expect(api.SQS_CONSUMER_DEFAULTS.concurrency).toBe(50);
     expect(api.KAFKA_CONSUMER_DEFAULTS.concurrency).toBe(10);
     expect(api.SQS_ENVELOPE_DEFAULTS.maxBodyBytes).toBe(1_048_576);
-    expect(api.LEASE_CADENCE.renewBelow).toBe(0.5);
+    expect(LEASE_CADENCE.renewBelow).toBe(0.5);
     expect(new api.HeldBackError("x").kind).toBe("transient");
     expect(new api.ConsumerConfigError("x").name).toBe("ConsumerConfigError");
   });

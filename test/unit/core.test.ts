@@ -1,6 +1,5 @@
 import {
   classifyError,
-  fullJitterDelaySeconds,
   InvalidJsonError,
   KeyReuseError,
   LeaseLostError,
@@ -13,6 +12,7 @@ import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
 import { resolveDedupKey } from "../../lib/core/envelope.ts";
 import { contextToHeaders, failureContext } from "../../lib/core/failureContext.ts";
 import { decideRejectedClaim } from "../../lib/dedup/dedupDecision.ts";
+import { fullJitterDelaySeconds } from "../../lib/sqs/backoff.ts";
 
 describe("fullJitterDelaySeconds", () => {
   const policy = { baseSeconds: 2, maxSeconds: 60 };

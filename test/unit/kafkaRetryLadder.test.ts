@@ -1,13 +1,11 @@
 import {
   createRetryLadder,
-  dueDecision,
   ladderFromRuntimeConfig,
   ladderTopics,
   routeFailure,
-  topicRole,
 } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
-import { formatDelay, parseDelay } from "../../lib/kafka/retryLadder.ts";
+import { dueDecision, formatDelay, parseDelay, topicRole } from "../../lib/kafka/retryLadder.ts";
 
 const ladder = createRetryLadder();
 

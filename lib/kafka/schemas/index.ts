@@ -21,7 +21,6 @@ export { OUTBOX_SCHEMA_HEADER } from "./outboxSchemas.ts";
 export type { DecoderSource, PayloadDecoder } from "./payloadDecoder.ts";
 export { type ProtobufDecoderOptions, protobuf } from "./protobuf.ts";
 export type { RegistrySchema, SchemaFormat, SchemaRegistry, SchemaSubject } from "./registry.ts";
-export { createPromiseCache, type PromiseCache } from "./schemaCache.ts";
 export {
   type ConfluentFrame,
   type Framing,

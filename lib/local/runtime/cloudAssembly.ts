@@ -18,6 +18,7 @@ export interface CfnResource {
   readonly Metadata?: Record<string, unknown>;
 }
 
+/** One stack of a cloud assembly: its name and template. */
 export interface StackArtifact {
   /** The CloudFormation stack name. */
   readonly stackName: string;

@@ -14,6 +14,7 @@ import type { LocalApp, LocalEventSourceMapping, LocalFunction } from "./model.t
 import { scheduleEventSource } from "./scheduleEventSource.ts";
 import { type EventSource, sqsEventSource } from "./sqsEventSource.ts";
 
+/** Options of `startLocalRuntime`. */
 export interface LocalRuntimeOptions {
   /** A synthesized cloud assembly directory (`cdk.out`) ... */
   readonly cdkOut?: string;
@@ -56,6 +57,7 @@ export interface LocalRuntimeOptions {
 
 export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
 
+/** A running local runtime: the materialised app, its function host and triggers. */
 export interface LocalRuntime {
   readonly app: LocalApp;
   readonly host: FunctionHost;

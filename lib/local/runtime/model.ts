@@ -112,6 +112,7 @@ export interface ReportEntry {
   readonly detail: string;
 }
 
+/** What the local runtime made of each resource, and what it left out. */
 export interface MaterialisationReport {
   /** Made real on the emulators (or, for functions and mappings, in the local host). */
   readonly created: ReportEntry[];
@@ -123,6 +124,7 @@ export interface MaterialisationReport {
   readonly notes: string[];
 }
 
+/** A CDK app as the local runtime materialised it: queues, tables, topics, functions, mappings. */
 export interface LocalApp {
   readonly stackName: string;
   readonly region: string;

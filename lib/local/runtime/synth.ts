@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
+/** Options of `synthesize`. */
 export interface SynthOptions {
   /** The app's directory (where cdk.json is, if any): the command runs there. */
   readonly projectDir: string;
