@@ -9,13 +9,14 @@ import {
   TrimmedDataAccessException,
 } from "@aws-sdk/client-dynamodb-streams";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { DynamoDBBatchResponse, DynamoDBRecord } from "aws-lambda";
+import type { DynamoDBRecord } from "aws-lambda";
 import { toLambdaRecord } from "../../outbox/streamPoller.ts";
 import { matchesAnyFilter } from "./eventFilter.ts";
 import { type DiscardCondition, invocationRecord, sendToSqsDestination } from "./failureDestination.ts";
 import type { FunctionHost, InvokeResult } from "./functionHost.ts";
 import type { DynamoDbMapping } from "./model.ts";
 import { type EventSource, newStats } from "./sqsEventSource.ts";
+import { runStreamBatch } from "./streamMapping.ts";
 
 /** Lambda polls each stream shard four times a second. */
 const POLL_INTERVAL_MS = 250;
@@ -38,11 +39,6 @@ interface Shard {
   worker?: Promise<void>;
 }
 
-interface Work {
-  records: DynamoDBRecord[];
-  attempts: number;
-}
-
 const seq = (r: DynamoDBRecord) => r.dynamodb?.SequenceNumber ?? "";
 
 /**
@@ -51,14 +47,9 @@ const seq = (r: DynamoDBRecord) => r.dynamodb?.SequenceNumber ?? "";
  *   is finished; one batch per shard at a time, in order;
  * - records that match no filter are skipped (they count as processed);
  * - a batch is up to BatchSize records, gathered for at most MaximumBatchingWindowInSeconds;
- * - records older than MaximumRecordAgeInSeconds are discarded before an invocation;
- * - a function error retries the batch; with BisectBatchOnFunctionError the batch is first split
- *   in two (splitting does not consume retries);
- * - with ReportBatchItemFailures, the checkpoint moves to the lowest reported SequenceNumber and
- *   the batch is retried from there; an empty, null or unknown identifier fails the whole batch;
- * - after MaximumRetryAttempts retries (-1: until the record expires), the rest of the batch is
- *   discarded, and an SQS on-failure destination receives the metadata (DDBStreamBatchInfo), not
- *   the records. The shard then moves on.
+ * - the mapping's rules (maximum record age, retries, bisection, partial responses naming the
+ *   lowest failed SequenceNumber, the on-failure destination) are streamMapping.ts's; an SQS
+ *   on-failure destination receives the metadata (DDBStreamBatchInfo), not the records.
  * Checkpoints live in memory: a restarted runtime starts again from StartingPosition.
  */
 export function dynamodbStreamEventSource(
@@ -221,82 +212,22 @@ export function dynamodbStreamEventSource(
     }
   };
 
-  /** One batch through retries, bisection and partial responses, until done or discarded. */
-  const processBatch = async (shard: Shard, batch: DynamoDBRecord[]) => {
-    const work: Work[] = [{ records: batch, attempts: 0 }];
-    let invokes = 0;
-    while (work.length > 0 && !abort.signal.aborted) {
-      const item = work[0]!;
-      if (mapping.maximumRecordAgeSeconds >= 0) {
-        const now = Date.now() / 1000;
-        const fresh = item.records.filter(
-          (r) => now - (r.dynamodb?.ApproximateCreationDateTime ?? now) <= mapping.maximumRecordAgeSeconds,
-        );
-        if (fresh.length < item.records.length) {
-          await discard(
-            shard,
-            item.records.filter((r) => !fresh.includes(r)),
-            "RecordAgeExceeded",
-            invokes,
-          );
-          item.records = fresh;
-        }
-      }
-      if (item.records.length === 0) {
-        work.shift();
-        continue;
-      }
-      stats.batches++;
-      stats.records += item.records.length;
-      invokes++;
-      const result = await host.invoke(mapping.functionName, { Records: item.records });
-      let failedFrom = 0;
-      let functionError = !result.ok;
-      if (result.ok) {
-        const failures = mapping.reportBatchItemFailures
-          ? ((result.value as Partial<DynamoDBBatchResponse> | null)?.batchItemFailures ?? [])
-          : [];
-        if (failures.length === 0) {
-          stats.succeeded += item.records.length;
-          work.shift();
-          continue;
-        }
-        const indexes = failures.map((f) =>
-          typeof f?.itemIdentifier === "string" && f.itemIdentifier !== ""
-            ? item.records.findIndex((r) => seq(r) === f.itemIdentifier)
-            : -1,
-        );
-        if (indexes.some((i) => i < 0))
-          functionError = true; // invalid response: complete failure
-        else {
-          failedFrom = Math.min(...indexes);
-          stats.succeeded += failedFrom;
-          item.records = item.records.slice(failedFrom); // checkpoint at the lowest failed sequence number
-        }
-      }
-      if (functionError) {
-        stats.functionErrors++;
-        if (mapping.bisectBatchOnFunctionError && item.records.length > 1) {
-          const half = Math.ceil(item.records.length / 2);
-          work.splice(
-            0,
-            1,
-            { records: item.records.slice(0, half), attempts: item.attempts },
-            { records: item.records.slice(half), attempts: item.attempts },
-          );
-          continue;
-        }
-      }
-      item.attempts++;
-      if (mapping.maximumRetryAttempts >= 0 && item.attempts > mapping.maximumRetryAttempts) {
-        stats.failed += item.records.length;
-        await discard(shard, item.records, "RetryAttemptsExhausted", invokes, result);
-        work.shift();
-        continue;
-      }
-      await pause(Math.min(5_000, 100 * 2 ** Math.min(item.attempts, 6)));
-    }
-  };
+  /** One batch through Lambda's stream rules (streamMapping.ts), until done or discarded. */
+  const processBatch = (shard: Shard, batch: DynamoDBRecord[]) =>
+    runStreamBatch(batch, {
+      mapping,
+      stats,
+      ageSeconds: (r, nowMs) => nowMs / 1000 - (r.dynamodb?.ApproximateCreationDateTime ?? nowMs / 1000),
+      invoke: (records) => host.invoke(mapping.functionName, { Records: records }),
+      // An empty, null or unknown identifier fails the whole batch.
+      failedIndex: (f, records) => {
+        const id = (f as { itemIdentifier?: unknown } | null)?.itemIdentifier;
+        return typeof id === "string" && id !== "" ? records.findIndex((r) => seq(r) === id) : -1;
+      },
+      discard: (records, condition, count, last) => discard(shard, [...records], condition, count, last),
+      stopped: () => abort.signal.aborted,
+      pause,
+    });
 
   const runShard = async (shard: Shard) => {
     while (!abort.signal.aborted) {

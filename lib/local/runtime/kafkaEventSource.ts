@@ -7,11 +7,7 @@ import { type DiscardCondition, invocationRecord, sendToSqsDestination } from ".
 import type { FunctionHost, InvokeResult } from "./functionHost.ts";
 import type { KafkaMapping } from "./model.ts";
 import { type EventSource, newStats } from "./sqsEventSource.ts";
-
-interface Work {
-  messages: KafkaMessage[];
-  attempts: number;
-}
+import { runStreamBatch } from "./streamMapping.ts";
 
 /** A record in the MSK event's JSON, for filtering: `value` decoded and parsed when it is JSON. */
 function filterRecord(topic: string, partition: number, m: KafkaMessage): Record<string, unknown> {
@@ -52,14 +48,9 @@ const GROUP_ERRORS = new Set([
  *   (`records["topic-partition"]`, base64 key and value, headers as byte arrays, `bootstrapServers`);
  * - records that match no filter are skipped (committed);
  * - offsets are committed only after the function succeeds for them;
- * - a function error retries the batch (BisectBatchOnFunctionError splits it first, without using a
- *   retry); with ReportBatchItemFailures, `{ itemIdentifier: { partition: "topic-partition", offset } }`
- *   commits up to that offset and retries from it (the lowest one counts); an identifier that names
- *   no record of the batch fails the whole batch;
- * - after MaximumRetryAttempts (-1: forever; with a Kafka destination, 10), or past
- *   MaximumRecordAgeInSeconds, the records go to the on-failure destination (a `kafka://` topic
- *   gets the records themselves with failure headers; SQS gets metadata only) and the partition
- *   moves on.
+ * - the mapping's rules (maximum record age, retries, bisection, partial responses naming
+ *   `{ partition: "topic-partition", offset }`, the on-failure destination) are streamMapping.ts's;
+ *   a `kafka://` destination gets the records themselves with failure headers, SQS metadata only.
  */
 export function kafkaEventSource(
   mapping: KafkaMapping,
@@ -142,96 +133,44 @@ export function kafkaEventSource(
     }
   };
 
-  /** One chunk through retries, bisection and partial responses; `commit(next)` after each settled prefix. */
-  const processChunk = async (
+  /** One chunk through Lambda's stream rules (streamMapping.ts); `commit(next)` after each settled prefix. */
+  const processChunk = (
     topic: string,
     partition: number,
     chunk: KafkaMessage[],
     commit: (nextOffset: string) => Promise<void>,
     revoked: () => boolean,
   ) => {
-    const work: Work[] = [{ messages: chunk, attempts: 0 }];
     const partitionKey = `${topic}-${partition}`;
-    let invokes = 0;
-    // After a rebalance the partition may belong to another member: stop retrying it here.
-    while (work.length > 0 && !abort.signal.aborted && !revoked()) {
-      const item = work[0]!;
-      if (mapping.maximumRecordAgeSeconds >= 0) {
-        const now = Date.now();
-        const old = item.messages.filter(
-          (m) => now - Number(m.timestamp) > mapping.maximumRecordAgeSeconds * 1000,
-        );
-        if (old.length) {
-          await discard(topic, partition, old, "RecordAgeExceeded", invokes);
-          item.messages = item.messages.filter((m) => !old.includes(m));
-        }
-      }
-      if (item.messages.length === 0) {
-        work.shift();
-        continue;
-      }
-      stats.batches++;
-      stats.records += item.messages.length;
-      invokes++;
-      const event = {
-        ...toMskEvent(
-          item.messages.map((message) => ({ topic, partition, message })),
-          { eventSourceArn: mapping.clusterArn },
-        ),
-        bootstrapServers: bootstrapServers.join(","),
-      };
-      const result = await host.invoke(mapping.functionName, event);
-      let functionError = !result.ok;
-      if (result.ok) {
-        const failures = mapping.reportBatchItemFailures
-          ? ((
-              result.value as {
-                batchItemFailures?: Array<{ itemIdentifier?: { partition?: unknown; offset?: unknown } }>;
-              } | null
-            )?.batchItemFailures ?? [])
-          : [];
-        if (failures.length === 0) {
-          stats.succeeded += item.messages.length;
-          await commit(String(Number(item.messages.at(-1)!.offset) + 1));
-          work.shift();
-          continue;
-        }
-        const indexes = failures.map((f) =>
-          f?.itemIdentifier?.partition === partitionKey
-            ? item.messages.findIndex((m) => Number(m.offset) === Number(f.itemIdentifier?.offset))
-            : -1,
-        );
-        if (indexes.some((i) => i < 0)) functionError = true;
-        else {
-          const from = Math.min(...indexes);
-          stats.succeeded += from;
-          if (from > 0) await commit(item.messages[from]!.offset);
-          item.messages = item.messages.slice(from);
-        }
-      }
-      if (functionError) {
-        stats.functionErrors++;
-        if (mapping.bisectBatchOnFunctionError && item.messages.length > 1) {
-          const half = Math.ceil(item.messages.length / 2);
-          work.splice(
-            0,
-            1,
-            { messages: item.messages.slice(0, half), attempts: item.attempts },
-            { messages: item.messages.slice(half), attempts: item.attempts },
-          );
-          continue;
-        }
-      }
-      item.attempts++;
-      if (mapping.maximumRetryAttempts >= 0 && item.attempts > mapping.maximumRetryAttempts) {
-        stats.failed += item.messages.length;
-        await discard(topic, partition, item.messages, "RetryAttemptsExhausted", invokes, result);
-        await commit(String(Number(item.messages.at(-1)!.offset) + 1));
-        work.shift();
-        continue;
-      }
-      await pause(Math.min(5_000, 100 * 2 ** Math.min(item.attempts, 6)));
-    }
+    return runStreamBatch(chunk, {
+      mapping,
+      stats,
+      ageSeconds: (m, nowMs) => (nowMs - Number(m.timestamp)) / 1000,
+      invoke: (messages) =>
+        host.invoke(mapping.functionName, {
+          ...toMskEvent(
+            messages.map((message) => ({ topic, partition, message })),
+            { eventSourceArn: mapping.clusterArn },
+          ),
+          bootstrapServers: bootstrapServers.join(","),
+        }),
+      // `{ partition: "topic-partition", offset }`; one that names no record of the batch fails it whole.
+      failedIndex: (f, messages) => {
+        const id = (f as { itemIdentifier?: { partition?: unknown; offset?: unknown } } | null)
+          ?.itemIdentifier;
+        return id?.partition === partitionKey
+          ? messages.findIndex((m) => Number(m.offset) === Number(id.offset))
+          : -1;
+      },
+      discard: (messages, condition, count, last) =>
+        discard(topic, partition, [...messages], condition, count, last),
+      // Offsets are committed only after the function succeeds for them (or gives them up).
+      settled: (done, rest) =>
+        commit(rest.length > 0 ? rest[0]!.offset : String(Number(done.at(-1)!.offset) + 1)),
+      // After a rebalance the partition may belong to another member: stop retrying it here.
+      stopped: () => abort.signal.aborted || revoked(),
+      pause,
+    });
   };
 
   return {
