@@ -16,23 +16,33 @@ export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
 export const FUNCTION_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /**
- * esbuild options for every function: ESM, minified, with source maps (and
+ * What every bundle is built with, `ConsumerFunction`'s (`BUNDLING`) and the prebuilt handlers'
+ * (`PREBUILT_ESBUILD_OPTIONS`): ESM for Node 24, minified, class names kept, and a `require` for
+ * the CommonJS dependencies that call it.
+ */
+export const ESBUILD_SETTINGS = {
+  target: "node24",
+  minify: true,
+  // The library's error names are literals; a user's own subclass (`class CardDeclined extends
+  // PermanentError {}`) is named after its class, and that name goes into the DLQ context: keep it.
+  keepNames: true,
+  mainFields: ["module", "main"],
+  banner: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);",
+} as const;
+
+/**
+ * esbuild options for every function: `ESBUILD_SETTINGS`, with source maps (and
  * `NODE_OPTIONS=--enable-source-maps`, set by `ConsumerFunction`). The AWS SDK is bundled, not
  * taken from the runtime: the code runs the SDK versions of the app's lock file. `ConsumerFunction`
  * merges its `bundling` prop over these.
  */
 export const BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,
-  target: "node24",
-  minify: true,
-  // Error types are class names (`this.name = new.target.name`) and go into DLQ context: keep them.
-  keepNames: true,
+  ...ESBUILD_SETTINGS,
+  mainFields: [...ESBUILD_SETTINGS.mainFields],
   sourceMap: true,
   sourcesContent: false,
-  mainFields: ["module", "main"],
   externalModules: [],
-  // Some CommonJS dependencies call require(); give ESM bundles one.
-  banner: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);",
 };
 
 /** Throws a clear error when a handler file is missing. */

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as lambda from "aws-cdk-lib/aws-lambda";
+import { ESBUILD_SETTINGS } from "./functionDefaults.ts";
 
 /** The library's own handlers, deployed from built JavaScript: name → source under `lib/handlers/`. */
 export const PREBUILT_HANDLERS = {
@@ -18,22 +19,18 @@ export type PrebuiltHandlerName = keyof typeof PREBUILT_HANDLERS;
 export const PREBUILT_HANDLER = "index.handler";
 
 /**
- * esbuild options of the prebuilt bundles: `ConsumerFunction`'s `BUNDLING` (ESM, Node 24, minified,
- * the SDK bundled, class names kept), in esbuild's own terms, but without source maps, as
- * aws-cdk-lib ships its custom-resource handlers: the map of a minified bundle is 1.5 times its
- * size, it would go into every function's asset and made up half the tarball, and the kept names
- * already make a stack trace readable.
+ * esbuild options of the prebuilt bundles: `ConsumerFunction`'s settings (`ESBUILD_SETTINGS`), in
+ * esbuild's own terms, but without source maps, as aws-cdk-lib ships its custom-resource handlers:
+ * the map of a minified bundle is 1.5 times its size, it would go into every function's asset and
+ * made up half the tarball, and the kept names already make a stack trace readable.
  */
 export const PREBUILT_ESBUILD_OPTIONS = {
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node24",
-  minify: true,
-  keepNames: true,
+  ...ESBUILD_SETTINGS,
   sourcemap: false,
-  mainFields: ["module", "main"],
-  banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
+  banner: { js: ESBUILD_SETTINGS.banner },
   logLevel: "silent",
 } as const;
 

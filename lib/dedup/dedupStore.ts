@@ -9,7 +9,7 @@ import {
 import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
 import { decideRejectedClaim, type ExistingDedupRecord } from "./dedupDecision.ts";
 import { DEDUP_ATTR as A, DEDUP_DEFAULTS, type DedupStatus, dedupPk } from "./schema.ts";
-import { type BatchingOptions, StatementBatcher } from "./statementBatcher.ts";
+import { type BatchingOptions, DYNAMODB_BATCH_LIMIT, StatementBatcher } from "./statementBatcher.ts";
 
 /** Options of `createDedupStore`. */
 export interface DedupStoreOptions {
@@ -104,7 +104,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
   const now = options.now ?? Date.now;
   const { tableName, scope } = options;
   const completions = new StatementBatcher(client, options.completion ?? {}, 10);
-  const claimBatchSize = options.claims?.maxBatch ?? 25;
+  const claimBatchSize = options.claims?.maxBatch ?? DYNAMODB_BATCH_LIMIT;
   const claims = new StatementBatcher(client, options.claims ?? {}, 2);
   const keyOf = (key: string) => ({ [A.pk]: s(dedupPk(scope, key)) });
   const names = {

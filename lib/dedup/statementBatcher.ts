@@ -7,6 +7,9 @@ import {
   type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 
+/** DynamoDB's limit: statements in one BatchExecuteStatement, and requests in one BatchWriteItem. */
+export const DYNAMODB_BATCH_LIMIT = 25;
+
 export interface BatchingOptions {
   /** Statements per BatchExecuteStatement call (1..25, DynamoDB's limit). @default 25 */
   readonly maxBatch?: number;
@@ -74,7 +77,7 @@ export class StatementBatcher {
 
   constructor(client: DynamoDBClient, options: BatchingOptions, defaultDelayMs: number) {
     this.client = client;
-    this.maxBatch = Math.min(Math.max(options.maxBatch ?? 25, 1), 25);
+    this.maxBatch = Math.min(Math.max(options.maxBatch ?? DYNAMODB_BATCH_LIMIT, 1), DYNAMODB_BATCH_LIMIT);
     this.maxDelayMs = options.maxDelayMs ?? defaultDelayMs;
     this.maxRounds = options.maxRounds ?? 4;
   }

@@ -14,6 +14,7 @@
  */
 import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { LAMBDA_ENV } from "../env.ts";
 import { disconnectAllKafkaProducers } from "../kafka/producer.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import type { DeadLetterFilter } from "./filters.ts";
@@ -81,7 +82,7 @@ export async function main(argv: string[]): Promise<number> {
     case "replay": {
       if (!values.topic) throw new Error("replay needs --topic <topic>.DLQ");
       const bar = progressBar(dryRun ? `replay (dry run) ${values.topic}` : `replay ${values.topic}`);
-      const ledgerTable = values["ledger-table"] ?? process.env.DEDUP_TABLE_NAME;
+      const ledgerTable = values["ledger-table"] ?? process.env[LAMBDA_ENV.dedupTableName];
       const result = await replayKafkaDeadLetters(values.topic, {
         filter,
         dryRun,

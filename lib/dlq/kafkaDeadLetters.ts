@@ -3,6 +3,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, type KafkaMessage, logLevel } from "kafkajs";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { createDedupStore, type DedupStore, type Lease } from "../dedup/dedupStore.ts";
+import { LAMBDA_ENV } from "../env.ts";
 import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "../kafka/config.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
 import {
@@ -213,7 +214,7 @@ export async function replayKafkaDeadLetters(
         : createDedupStore({
             tableName:
               (options.ledger && "tableName" in options.ledger ? options.ledger.tableName : undefined) ??
-              process.env.DEDUP_TABLE_NAME ??
+              process.env[LAMBDA_ENV.dedupTableName] ??
               (() => {
                 throw new Error(
                   "replay needs a ledger table: --ledger-table, DEDUP_TABLE_NAME, or --no-ledger",

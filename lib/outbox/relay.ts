@@ -3,6 +3,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { describeError } from "../core/errors.ts";
+import { OUTBOX_ENV } from "../env.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { predecessorStates } from "./aggregateOrder.ts";
@@ -86,7 +87,7 @@ type Parsed =
 export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay {
   const client = options.client ?? new DynamoDBClient({});
   const publisher = options.publisher ?? createOutboxPublisher(options.publisherOptions);
-  const parkingQueueUrl = options.parkingQueueUrl ?? process.env.OUTBOX_PARKING_QUEUE_URL;
+  const parkingQueueUrl = options.parkingQueueUrl ?? process.env[OUTBOX_ENV.parkingQueueUrl];
   let sqsClient = options.sqs;
   const sqs = () => {
     sqsClient ??= createSqsClient();
@@ -141,7 +142,9 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       assertDynamoDbStreamEvent(event);
       const records = event.Records;
       const tableName =
-        options.tableName ?? process.env.APP_TABLE_NAME ?? tableNameFromStreamArn(records[0]?.eventSourceARN);
+        options.tableName ??
+        process.env[OUTBOX_ENV.tableName] ??
+        tableNameFromStreamArn(records[0]?.eventSourceARN);
       if (!tableName) throw new Error("outbox relay: no table name (set APP_TABLE_NAME)");
       const parsed = records.map(parse);
       const failedAt = new Set<number>();

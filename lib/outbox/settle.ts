@@ -9,7 +9,7 @@ import {
 import type { MessageAttributeValue, SQSClient } from "@aws-sdk/client-sqs";
 import type { AttributeValue as LambdaAttributeValue } from "aws-lambda";
 import { contextToHeaders, failureContext } from "../core/failureContext.ts";
-import { StatementBatcher } from "../dedup/statementBatcher.ts";
+import { DYNAMODB_BATCH_LIMIT, StatementBatcher } from "../dedup/statementBatcher.ts";
 import { SQS_LIMITS, sendToParkingQueue } from "./publisher.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "./schema.ts";
 
@@ -82,7 +82,8 @@ export async function clearPending(
     };
   });
   const chunks: WriteRequest[][] = [];
-  for (let i = 0; i < requests.length; i += 25) chunks.push(requests.slice(i, i + 25));
+  for (let i = 0; i < requests.length; i += DYNAMODB_BATCH_LIMIT)
+    chunks.push(requests.slice(i, i + DYNAMODB_BATCH_LIMIT));
   await Promise.all(
     chunks.map(async (chunk) => {
       let todo = chunk;

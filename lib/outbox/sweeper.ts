@@ -1,6 +1,7 @@
 import { type AttributeValue, DynamoDBClient, QueryCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { describeError } from "../core/errors.ts";
+import { OUTBOX_ENV } from "../env.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { predecessorStates } from "./aggregateOrder.ts";
@@ -86,7 +87,7 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
   const maxEvents = options.maxEvents ?? 1000;
   const batchSize = options.batchSize ?? 100;
   const shards = options.pendingShards ?? OUTBOX_DEFAULTS.pendingShards;
-  const parkingQueueUrl = options.parkingQueueUrl ?? process.env.OUTBOX_PARKING_QUEUE_URL;
+  const parkingQueueUrl = options.parkingQueueUrl ?? process.env[OUTBOX_ENV.parkingQueueUrl];
   let sqsClient = options.sqs;
   const sqs = () => {
     sqsClient ??= createSqsClient();
