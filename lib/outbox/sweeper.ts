@@ -78,6 +78,26 @@ interface Due {
   readonly sk: string;
 }
 
+type SweepOutcome = "republished" | "parked" | "failed" | "held";
+
+/**
+ * One due event through the sweep's stages (order check, publish, park, clear), instead of
+ * counters and a map of blocked aggregates beside the list.
+ */
+interface SweepPlan {
+  readonly due: Due;
+  readonly pk: string;
+  /** The aggregate's previous due event in this run: it goes first, or this one waits. */
+  readonly before: SweepPlan | undefined;
+  outcome?: SweepOutcome;
+  /** What this event means for the aggregate's later events in this run: they wait, or fail with it. */
+  blocks?: "held" | "failed";
+  /** Set when this event is to be parked, with why. */
+  park?: { readonly error: unknown; readonly eventId: string | undefined };
+}
+
+const bySk = (a: Due, b: Due) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0);
+
 /** Creates the outbox sweeper. */
 export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweeper {
   const client = options.client ?? new DynamoDBClient({});
@@ -167,137 +187,150 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
     return { pendingCount, oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, t - oldest) };
   };
 
+  /** Per aggregate in creation order (sk holds the UUIDv7 event id), aggregates oldest first. */
+  const planDue = async (cutoff: number): Promise<{ plans: SweepPlan[]; truncated: boolean }> => {
+    const perShard = Math.max(1, Math.ceil(maxEvents / shards));
+    const results = await Promise.all(
+      Array.from({ length: shards }, (_, s) => queryDue(String(s), cutoff, perShard)),
+    );
+    const byAggregate = new Map<string, Due[]>();
+    for (const d of results.flatMap((r) => r.items).sort((a, b) => a.since - b.since || bySk(a, b))) {
+      const pk = d.item[A.pk]?.S ?? "";
+      byAggregate.set(pk, [...(byAggregate.get(pk) ?? []), d]);
+    }
+    // Order per aggregate (aggregateOrder.ts): an aggregate whose oldest due event has an older
+    // event still pending (not due yet, e.g. requeued) or parked waits; nothing of it goes out.
+    const predecessors = await predecessorStates(
+      client,
+      tableName,
+      [...byAggregate].map(([pk, list]) => ({ pk, sk: list.sort(bySk)[0]!.sk })),
+    );
+    const plans: SweepPlan[] = [];
+    for (const [pk, list] of byAggregate) {
+      const state = predecessors.get(pk)?.state;
+      let before: SweepPlan | undefined;
+      for (const due of list) {
+        const plan: SweepPlan = { due, pk, before };
+        if (state === "waiting") plan.outcome = "held";
+        if (state === "unknown") plan.outcome = "failed";
+        plans.push(plan);
+        before = plan;
+      }
+    }
+    return { plans, truncated: results.some((r) => r.more) };
+  };
+
+  /** A slice: the events to publish (an aggregate's event after one that failed or is parked waits). */
+  const decide = (slice: ReadonlyArray<SweepPlan>) => {
+    const events: Array<{ plan: SweepPlan; event: OutboxEvent }> = [];
+    for (const plan of slice) {
+      const blocked = plan.before?.blocks;
+      if (blocked) {
+        plan.outcome = blocked;
+        plan.blocks = blocked;
+        continue;
+      }
+      try {
+        events.push({ plan, event: parseOutboxItem(plan.due.item) });
+      } catch (error) {
+        plan.park = { error, eventId: plan.due.item[A.eventId]?.S };
+        plan.blocks = "held";
+      }
+    }
+    return events;
+  };
+
+  const publishSlice = async (events: ReadonlyArray<{ plan: SweepPlan; event: OutboxEvent }>) => {
+    const outcomes = await publisher.publish(events.map((e) => e.event));
+    outcomes.forEach((o, n) => {
+      const { plan, event } = events[n]!;
+      if (o.status === "published") plan.outcome = "republished";
+      else if (o.status === "rejected") {
+        plan.park = { error: o.error, eventId: event.eventId };
+        plan.blocks = "held";
+      } else if (plan.before?.blocks === "held") {
+        plan.outcome = plan.blocks = "held"; // behind an earlier event of its aggregate that this run parks
+      } else {
+        plan.outcome = plan.blocks = "failed";
+        telemetry?.logger.warn("sweeper: republish failed; next run retries", {
+          eventId: event.eventId,
+          error: describeError(o.error),
+        });
+      }
+    });
+  };
+
+  const parkSlice = async (slice: ReadonlyArray<SweepPlan>, settledAt: number) => {
+    for (const plan of slice) {
+      if (!plan.park) continue;
+      const { item } = plan.due;
+      try {
+        await park(
+          {
+            key: { pk: plan.pk, sk: item[A.sk]?.S ?? "" },
+            image: item,
+            eventId: plan.park.eventId,
+            error: plan.park.error,
+            source: `sweeper:${tableName}`,
+            consumer: "outbox-sweeper",
+          },
+          { client, tableName, sqs, parkingQueueUrl, now: settledAt },
+        );
+        plan.outcome = "parked";
+      } catch (error) {
+        plan.outcome = "failed";
+        telemetry?.logger.error("sweeper: parking failed; next run retries", {
+          eventId: plan.park.eventId,
+          error: describeError(error),
+        });
+      }
+    }
+  };
+
+  /** One slice through its stages: decide, publish, park, clear the published markers. */
+  const sweepSlice = async (slice: ReadonlyArray<SweepPlan>) => {
+    await publishSlice(decide(slice));
+    const settledAt = now();
+    await parkSlice(slice, settledAt);
+    const published = slice.filter((p) => p.outcome === "republished").map((p) => p.due.item);
+    const cleared = await clearPendingFenced(client, tableName, published, "sweeper", settledAt);
+    if (cleared.failed && telemetry) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
+  };
+
+  const report = async (plans: ReadonlyArray<SweepPlan>, truncated: boolean): Promise<SweepReport> => {
+    const count = (o: SweepOutcome) => plans.filter((p) => p.outcome === o).length;
+    const counts = {
+      republished: count("republished"),
+      parked: count("parked"),
+      failed: count("failed"),
+      held: count("held"),
+    };
+    const backlog = await measure();
+    if (telemetry) {
+      telemetry.count(METRIC.outboxPending, backlog.pendingCount);
+      telemetry.count(METRIC.outboxOldestAgeMs, backlog.oldestPendingAgeMs);
+      if (counts.republished) telemetry.count(METRIC.outboxRepublished, counts.republished);
+      if (counts.parked) telemetry.count(METRIC.outboxParked, counts.parked);
+      if (counts.failed) telemetry.count(METRIC.outboxPublishFailures, counts.failed);
+      if (counts.held) telemetry.count(METRIC.outboxDeferred, counts.held);
+    }
+    return { due: plans.length, ...counts, ...backlog, truncated };
+  };
+
   return {
     measure,
     async sweep({ deadline } = {}) {
-      const t = now();
-      const cutoff = t - minAgeMs;
-      const perShard = Math.max(1, Math.ceil(maxEvents / shards));
-      const results = await Promise.all(
-        Array.from({ length: shards }, (_, s) => queryDue(String(s), cutoff, perShard)),
-      );
-      let truncated = results.some((r) => r.more);
-      // Per aggregate in creation order (sk holds the UUIDv7 event id), aggregates oldest first.
-      const byAggregate = new Map<string, Due[]>();
-      for (const d of results
-        .flatMap((r) => r.items)
-        .sort((a, b) => a.since - b.since || (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0))) {
-        const pk = d.item[A.pk]?.S ?? "";
-        const list = byAggregate.get(pk) ?? [];
-        list.push(d);
-        byAggregate.set(pk, list);
-      }
-      for (const list of byAggregate.values()) list.sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
-      // Order per aggregate (aggregateOrder.ts): an aggregate whose oldest due event has an older
-      // event still pending (not due yet, e.g. requeued) or parked waits; nothing of it goes out.
-      const predecessors = await predecessorStates(
-        client,
-        tableName,
-        [...byAggregate].map(([pk, list]) => ({ pk, sk: list[0]!.sk })),
-      );
-      let held = 0;
-      let failed = 0;
-      const due: Due[] = [];
-      for (const [pk, list] of byAggregate) {
-        const before = predecessors.get(pk);
-        if (before?.state === "waiting") held += list.length;
-        else if (before?.state === "unknown") failed += list.length;
-        else due.push(...list);
-      }
-      const dueCount = due.length + held + failed;
-
-      let republished = 0;
-      let parked = 0;
-      // Aggregates whose event failed or was parked in this run: their later events wait.
-      const blocked = new Map<string, "failed" | "parked">();
-      for (let i = 0; i < due.length; i += batchSize) {
+      const { plans, truncated } = await planDue(now() - minAgeMs);
+      const open = plans.filter((p) => p.outcome === undefined);
+      let stopped = false;
+      for (let i = 0; i < open.length; i += batchSize) {
         if (deadline !== undefined && now() >= deadline) {
-          truncated = true;
+          stopped = true;
           break;
         }
-        const slice = due.slice(i, i + batchSize);
-        const events: Array<{ event: OutboxEvent; item: Record<string, AttributeValue> }> = [];
-        const toPark: Array<{
-          item: Record<string, AttributeValue>;
-          error: unknown;
-          eventId: string | undefined;
-        }> = [];
-        for (const d of slice) {
-          const pk = d.item[A.pk]?.S ?? "";
-          const by = blocked.get(pk);
-          if (by === "failed") {
-            failed++;
-            continue;
-          }
-          if (by === "parked") {
-            held++;
-            continue;
-          }
-          try {
-            events.push({ event: parseOutboxItem(d.item), item: d.item });
-          } catch (error) {
-            toPark.push({ item: d.item, error, eventId: d.item[A.eventId]?.S });
-            blocked.set(pk, "parked");
-          }
-        }
-        const outcomes = await publisher.publish(events.map((e) => e.event));
-        const toClear: Record<string, AttributeValue>[] = [];
-        outcomes.forEach((o, n) => {
-          const e = events[n]!;
-          const pk = e.item[A.pk]?.S ?? "";
-          if (o.status === "published") toClear.push(e.item);
-          else if (o.status === "rejected") {
-            toPark.push({ item: e.item, error: o.error, eventId: e.event.eventId });
-            blocked.set(pk, "parked");
-          } else if (blocked.get(pk) === "parked") {
-            held++; // behind an earlier event of its aggregate that this run parks
-          } else {
-            failed++;
-            blocked.set(pk, "failed");
-            telemetry?.logger.warn("sweeper: republish failed; next run retries", {
-              eventId: e.event.eventId,
-              error: describeError(o.error),
-            });
-          }
-        });
-        const settledAt = now();
-        for (const p of toPark) {
-          try {
-            await park(
-              {
-                key: { pk: p.item[A.pk]?.S ?? "", sk: p.item[A.sk]?.S ?? "" },
-                image: p.item,
-                eventId: p.eventId,
-                error: p.error,
-                source: `sweeper:${tableName}`,
-                consumer: "outbox-sweeper",
-              },
-              { client, tableName, sqs, parkingQueueUrl, now: settledAt },
-            );
-            parked++;
-          } catch (error) {
-            failed++;
-            telemetry?.logger.error("sweeper: parking failed; next run retries", {
-              eventId: p.eventId,
-              error: describeError(error),
-            });
-          }
-        }
-        const cleared = await clearPendingFenced(client, tableName, toClear, "sweeper", settledAt);
-        republished += toClear.length;
-        if (cleared.failed && telemetry) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
+        await sweepSlice(open.slice(i, i + batchSize));
       }
-
-      const backlog = await measure();
-      if (telemetry) {
-        telemetry.count(METRIC.outboxPending, backlog.pendingCount);
-        telemetry.count(METRIC.outboxOldestAgeMs, backlog.oldestPendingAgeMs);
-        if (republished) telemetry.count(METRIC.outboxRepublished, republished);
-        if (parked) telemetry.count(METRIC.outboxParked, parked);
-        if (failed) telemetry.count(METRIC.outboxPublishFailures, failed);
-        if (held) telemetry.count(METRIC.outboxDeferred, held);
-      }
-      return { due: dueCount, republished, parked, failed, held, ...backlog, truncated };
+      return report(plans, truncated || stopped);
     },
   };
 }
