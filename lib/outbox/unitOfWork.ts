@@ -309,6 +309,60 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
     return `${table}\u0000${parts.join("\u0000")}`;
   };
 
+  /** [0] the inbox marker. Writable when absent or past its TTL (TTL deletion lags by up to days). */
+  const markerWrite = (envelope: Envelope, t: number, payloadHash: string | undefined): Staged => {
+    const marker: Record<string, AttributeValue> = {
+      [A.pk]: { S: inboxPk(scope, envelope.id) },
+      [A.sk]: { S: INBOX_SK },
+      [A.itemType]: { S: INBOX_ITEM_TYPE },
+      [A.receivedAt]: { N: String(t) },
+      [A.expiresAt]: { N: String(Math.floor(t / 1000) + inboxWindowSeconds) },
+      [A.messageSource]: { S: describeSource(envelope) },
+    };
+    if (payloadHash) marker[A.payloadHash] = { S: payloadHash };
+    return {
+      action: {
+        Put: {
+          TableName: inboxTable,
+          Item: marker,
+          ConditionExpression: "attribute_not_exists(#pk) OR #exp < :nowSec",
+          ExpressionAttributeNames: { "#pk": A.pk, "#exp": A.expiresAt },
+          ExpressionAttributeValues: { ":nowSec": { N: String(Math.floor(t / 1000)) } },
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        },
+      },
+      label: "inbox-marker",
+      onConditionFailed: undefined,
+      kind: "marker",
+      bytes: itemSize(marker),
+      itemKey: identity(inboxTable, marker),
+    };
+  };
+
+  /** An outbox event's put: an event id is written once. */
+  const eventWrite = (event: OutboxEvent): Staged => {
+    const item = toOutboxItem(event, { retentionSeconds, pendingShards });
+    return {
+      action: {
+        Put: {
+          TableName: tableName,
+          Item: item,
+          // An event id is written once: a reused explicit eventId must not overwrite a published event.
+          ConditionExpression: "attribute_not_exists(#pk)",
+          ExpressionAttributeNames: { "#pk": A.pk },
+        },
+      },
+      label: `event:${event.eventType}`,
+      onConditionFailed: () =>
+        new UnitOfWorkInvalidError(
+          `outbox event id ${event.eventId} already exists; event ids are written once`,
+        ),
+      kind: "event",
+      bytes: itemSize(item),
+      itemKey: identity(tableName, item),
+    };
+  };
+
   return {
     tableName,
     scope,
@@ -319,36 +373,10 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
       const events: OutboxEvent[] = [];
       let counter = 0;
 
-      // [0] the inbox marker. Writable when absent or past its TTL (TTL deletion lags by up to days).
-      const marker: Record<string, AttributeValue> = {
-        [A.pk]: { S: inboxPk(scope, envelope.id) },
-        [A.sk]: { S: INBOX_SK },
-        [A.itemType]: { S: INBOX_ITEM_TYPE },
-        [A.receivedAt]: { N: String(t) },
-        [A.expiresAt]: { N: String(Math.floor(t / 1000) + inboxWindowSeconds) },
-        [A.messageSource]: { S: describeSource(envelope) },
-      };
       const payloadHash = options.detectKeyReuse
         ? createHash("sha256").update(envelope.raw).digest("hex")
         : undefined;
-      if (payloadHash) marker[A.payloadHash] = { S: payloadHash };
-      staged.push({
-        action: {
-          Put: {
-            TableName: inboxTable,
-            Item: marker,
-            ConditionExpression: "attribute_not_exists(#pk) OR #exp < :nowSec",
-            ExpressionAttributeNames: { "#pk": A.pk, "#exp": A.expiresAt },
-            ExpressionAttributeValues: { ":nowSec": { N: String(Math.floor(t / 1000)) } },
-            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-          },
-        },
-        label: "inbox-marker",
-        onConditionFailed: undefined,
-        kind: "marker",
-        bytes: itemSize(marker),
-        itemKey: identity(inboxTable, marker),
-      });
+      staged.push(markerWrite(envelope, t, payloadHash));
 
       let sealed = false;
       const stage = <K extends StagedKind>(
@@ -395,26 +423,7 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
             retentionSeconds,
             pendingShards,
           });
-          const item = toOutboxItem(event, { retentionSeconds, pendingShards });
-          staged.push({
-            action: {
-              Put: {
-                TableName: tableName,
-                Item: item,
-                // An event id is written once: a reused explicit eventId must not overwrite a published event.
-                ConditionExpression: "attribute_not_exists(#pk)",
-                ExpressionAttributeNames: { "#pk": A.pk },
-              },
-            },
-            label: `event:${event.eventType}`,
-            onConditionFailed: () =>
-              new UnitOfWorkInvalidError(
-                `outbox event id ${event.eventId} already exists; event ids are written once`,
-              ),
-            kind: "event",
-            bytes: itemSize(item),
-            itemKey: identity(tableName, item),
-          });
+          staged.push(eventWrite(event));
           events.push(event);
           eventIds.push(event.eventId);
           return event.eventId;
@@ -425,40 +434,7 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
       sealed = true;
 
       // Pre-flight: everything DynamoDB would reject for size or shape, before anything is written.
-      const estimatedBytes = staged.reduce((sum, s) => sum + s.bytes, 0);
-      if (staged.length > limits.maxActions) {
-        throw new UnitOfWorkTooLargeError(
-          `unit of work has ${staged.length} actions (inbox marker + ${staged.length - 1 - events.length} writes + ${events.length} events); one transaction holds at most ${limits.maxActions}`,
-          staged.length,
-          estimatedBytes,
-        );
-      }
-      if (estimatedBytes > limits.maxTransactionBytes) {
-        throw new UnitOfWorkTooLargeError(
-          `unit of work is about ${estimatedBytes} bytes; one transaction holds at most ${limits.maxTransactionBytes}`,
-          staged.length,
-          estimatedBytes,
-        );
-      }
-      const seen = new Map<string, string>();
-      for (const s of staged) {
-        if (s.action.Put && s.bytes > limits.maxItemBytes) {
-          throw new UnitOfWorkTooLargeError(
-            `staged write '${s.label}' is about ${s.bytes} bytes; an item holds at most ${limits.maxItemBytes}`,
-            staged.length,
-            estimatedBytes,
-          );
-        }
-        if (s.itemKey === undefined) continue;
-        const other = seen.get(s.itemKey);
-        if (other !== undefined) {
-          throw new UnitOfWorkInvalidError(
-            `staged writes '${other}' and '${s.label}' target the same item; a transaction may touch an item once`,
-          );
-        }
-        seen.set(s.itemKey, s.label);
-      }
-
+      const estimatedBytes = preflight(staged, events.length, limits);
       try {
         await client.send(new TransactWriteItemsCommand({ TransactItems: staged.map((s) => s.action) }));
       } catch (error) {
@@ -479,6 +455,48 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
       return { status: "committed", value, eventIds, actions: staged.length, estimatedBytes };
     },
   };
+}
+
+/** What DynamoDB would reject for size or shape; returns the transaction's estimated size. */
+function preflight(
+  staged: ReadonlyArray<Staged>,
+  eventCount: number,
+  limits: typeof TRANSACTION_LIMITS,
+): number {
+  const estimatedBytes = staged.reduce((sum, s) => sum + s.bytes, 0);
+  if (staged.length > limits.maxActions) {
+    throw new UnitOfWorkTooLargeError(
+      `unit of work has ${staged.length} actions (inbox marker + ${staged.length - 1 - eventCount} writes + ${eventCount} events); one transaction holds at most ${limits.maxActions}`,
+      staged.length,
+      estimatedBytes,
+    );
+  }
+  if (estimatedBytes > limits.maxTransactionBytes) {
+    throw new UnitOfWorkTooLargeError(
+      `unit of work is about ${estimatedBytes} bytes; one transaction holds at most ${limits.maxTransactionBytes}`,
+      staged.length,
+      estimatedBytes,
+    );
+  }
+  const seen = new Map<string, string>();
+  for (const s of staged) {
+    if (s.action.Put && s.bytes > limits.maxItemBytes) {
+      throw new UnitOfWorkTooLargeError(
+        `staged write '${s.label}' is about ${s.bytes} bytes; an item holds at most ${limits.maxItemBytes}`,
+        staged.length,
+        estimatedBytes,
+      );
+    }
+    if (s.itemKey === undefined) continue;
+    const other = seen.get(s.itemKey);
+    if (other !== undefined) {
+      throw new UnitOfWorkInvalidError(
+        `staged writes '${other}' and '${s.label}' target the same item; a transaction may touch an item once`,
+      );
+    }
+    seen.set(s.itemKey, s.label);
+  }
+  return estimatedBytes;
 }
 
 function describeSource(envelope: Envelope): string {
@@ -515,84 +533,83 @@ export function interpretFailure(
   if (error instanceof TransactionCanceledException || name === "TransactionCanceledException") {
     const reasons: ReadonlyArray<CancellationReason> =
       (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
-    const codes = reasons.map((r) => r.Code ?? "None");
     const markerReason = reasons[0];
-    if (markerReason?.Code === "ConditionalCheckFailed") {
-      const old = markerReason.Item;
-      const storedHash = old?.[A.payloadHash]?.S;
-      if (payloadHash !== undefined && storedHash !== undefined && storedHash !== payloadHash) {
-        return {
-          status: "error",
-          error: new KeyReuseError(
-            `message id '${id}' in scope '${scope}' was already processed for a different payload (hash ${storedHash} ≠ ${payloadHash})`,
-          ),
-        };
-      }
-      const received = old?.[A.receivedAt]?.N;
-      return { status: "duplicate", firstReceivedAt: received !== undefined ? Number(received) : undefined };
-    }
-    const failedIndex = codes.indexOf("ConditionalCheckFailed");
-    if (failedIndex > 0) {
-      const s = staged[failedIndex];
-      const existing = unmarshallOld(reasons[failedIndex]?.Item);
-      const label = s?.label ?? `action#${failedIndex}`;
-      const mapped = s?.onConditionFailed?.(existing) ?? new BusinessConditionFailedError(label, existing);
-      return { status: "error", error: mapped };
-    }
-    const summary = codes.map((c, i) => `${staged[i]?.label ?? i}=${c}`).join(", ");
-    if (codes.includes("TransactionConflict")) {
-      return {
-        status: "error",
-        error: new TransactionConflictError(`transaction conflicted with a concurrent write (${summary})`, {
-          cause: error,
-        }),
-      };
-    }
-    if (codes.some((c) => THROTTLING.has(c))) {
-      return {
-        status: "error",
-        error: new TransactionThrottledError(`transaction throttled (${summary})`, { cause: error }),
-      };
-    }
-    if (codes.some((c) => REJECTED.has(c))) {
-      const messages = reasons
-        .filter((r) => r.Code && REJECTED.has(r.Code))
-        .map((r) => `${r.Code}: ${r.Message ?? ""}`);
-      return {
-        status: "error",
-        error: new TransactionRejectedError(`DynamoDB rejected the transaction (${summary})`, messages),
-      };
-    }
+    if (markerReason?.Code === "ConditionalCheckFailed")
+      return markerTaken(markerReason.Item, payloadHash, scope, id);
+    return { status: "error", error: cancellationError(error, reasons, staged) };
+  }
+  return { status: "error", error: requestError(name, error) };
+}
+
+/** The inbox marker was there: a duplicate, or the same id reused for another payload. */
+function markerTaken(
+  old: Record<string, AttributeValue> | undefined,
+  payloadHash: string | undefined,
+  scope: string,
+  id: string,
+): Interpreted {
+  const storedHash = old?.[A.payloadHash]?.S;
+  if (payloadHash !== undefined && storedHash !== undefined && storedHash !== payloadHash) {
     return {
       status: "error",
-      error: new TransientError(`transaction cancelled (${summary || "no reasons given"})`, { cause: error }),
+      error: new KeyReuseError(
+        `message id '${id}' in scope '${scope}' was already processed for a different payload (hash ${storedHash} ≠ ${payloadHash})`,
+      ),
     };
   }
+  const received = old?.[A.receivedAt]?.N;
+  return { status: "duplicate", firstReceivedAt: received !== undefined ? Number(received) : undefined };
+}
+
+/** A cancelled transaction whose marker was free: a business condition, a conflict, throttling, a rejection. */
+function cancellationError(
+  error: unknown,
+  reasons: ReadonlyArray<CancellationReason>,
+  staged: ReadonlyArray<Pick<Staged, "label" | "kind" | "onConditionFailed">>,
+): Error {
+  const codes = reasons.map((r) => r.Code ?? "None");
+  const failedIndex = codes.indexOf("ConditionalCheckFailed");
+  if (failedIndex > 0) {
+    const s = staged[failedIndex];
+    const existing = unmarshallOld(reasons[failedIndex]?.Item);
+    const label = s?.label ?? `action#${failedIndex}`;
+    return s?.onConditionFailed?.(existing) ?? new BusinessConditionFailedError(label, existing);
+  }
+  const summary = codes.map((c, i) => `${staged[i]?.label ?? i}=${c}`).join(", ");
+  if (codes.includes("TransactionConflict")) {
+    return new TransactionConflictError(`transaction conflicted with a concurrent write (${summary})`, {
+      cause: error,
+    });
+  }
+  if (codes.some((c) => THROTTLING.has(c)))
+    return new TransactionThrottledError(`transaction throttled (${summary})`, { cause: error });
+  if (codes.some((c) => REJECTED.has(c))) {
+    const messages = reasons
+      .filter((r) => r.Code && REJECTED.has(r.Code))
+      .map((r) => `${r.Code}: ${r.Message ?? ""}`);
+    return new TransactionRejectedError(`DynamoDB rejected the transaction (${summary})`, messages);
+  }
+  return new TransientError(`transaction cancelled (${summary || "no reasons given"})`, { cause: error });
+}
+
+/** A TransactWriteItems request that failed as a whole. */
+function requestError(name: string | undefined, error: unknown): Error {
   switch (name) {
     case "TransactionInProgressException":
-      return {
-        status: "error",
-        error: new TransactionConflictError("the same transaction is still in progress", { cause: error }),
-      };
+      return new TransactionConflictError("the same transaction is still in progress", { cause: error });
     case "ProvisionedThroughputExceededException":
     case "ThrottlingException":
     case "RequestLimitExceeded":
-      return {
-        status: "error",
-        error: new TransactionThrottledError(`transaction throttled (${name})`, { cause: error }),
-      };
+      return new TransactionThrottledError(`transaction throttled (${name})`, { cause: error });
     case "ValidationException":
     case "IdempotentParameterMismatchException":
     case "ResourceNotFoundException":
-      return {
-        status: "error",
-        error: new TransactionRejectedError(
-          `DynamoDB rejected the transaction (${name}): ${(error as Error).message}`.slice(0, 600),
-          [name],
-        ),
-      };
+      return new TransactionRejectedError(
+        `DynamoDB rejected the transaction (${name}): ${(error as Error).message}`.slice(0, 600),
+        [name],
+      );
   }
-  return { status: "error", error: error instanceof Error ? error : new TransientError(String(error)) };
+  return error instanceof Error ? error : new TransientError(String(error));
 }
 
 /** True for the errors a retry of the same message may cure. */
