@@ -9,7 +9,12 @@ import { createSqsClient } from "../sqs/sqsClient.ts";
 import { predecessorStates } from "./aggregateOrder.ts";
 import { NotAnOutboxItemError, StreamViewTypeError } from "./errors.ts";
 import { isOutboxKey, type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
-import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
+import {
+  createOutboxPublisher,
+  type OutboxPublisher,
+  type OutboxPublisherOptions,
+  type PublishOutcome,
+} from "./publisher.ts";
 import { OUTBOX_ATTR as A } from "./schema.ts";
 import { clearPending, fromLambdaImage, park } from "./settle.ts";
 import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
@@ -133,6 +138,141 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     }
   };
 
+  type EventParsed = Extract<Parsed, { kind: "event" }>;
+  type ParkInput = { index: number; input: Parameters<typeof park>[0] };
+  /** One invocation's records, what each parsed to, and which failed (they are retried from the first). */
+  interface RelayBatch {
+    readonly records: ReadonlyArray<DynamoDBRecord>;
+    readonly parsed: ReadonlyArray<Parsed>;
+    readonly tableName: string;
+    readonly failedAt: Set<number>;
+  }
+
+  /**
+   * Order per aggregate (aggregateOrder.ts): an event whose aggregate has an older event still
+   * pending or parked is not published here. It stays pending and its record is acked, so the
+   * shard moves on; the sweeper publishes it once everything older is out.
+   */
+  const orderCheck = async (b: RelayBatch): Promise<{ eventIdx: number[]; deferred: number }> => {
+    const pkOf = (p: Parsed): string | undefined =>
+      p.kind === "event" ? p.image[A.pk]?.S : p.kind === "park" ? p.key?.pk : undefined;
+    const firsts = new Map<string, { pk: string; sk: string }>();
+    const parkedInBatch = new Set<string>();
+    const heldBehindPark = new Set<number>();
+    b.parsed.forEach((p, i) => {
+      const pk = pkOf(p);
+      if (pk === undefined) return;
+      if (p.kind === "park") parkedInBatch.add(pk);
+      else if (parkedInBatch.has(pk)) heldBehindPark.add(i);
+      if (!firsts.has(pk) && p.kind === "event") firsts.set(pk, { pk, sk: p.image[A.sk]!.S! });
+    });
+    const predecessors = await predecessorStates(client, b.tableName, [...firsts.values()]);
+    let deferred = 0;
+    const eventIdx: number[] = [];
+    b.parsed.forEach((p, i) => {
+      if (p.kind !== "event") return;
+      const before = predecessors.get(p.image[A.pk]!.S!);
+      if (before?.state === "unknown") {
+        b.failedAt.add(i);
+        telemetry?.logger.warn("outbox order check failed; will retry", {
+          eventId: p.event.eventId,
+          error: describeError(before.error),
+        });
+      } else if (before?.state === "waiting" || heldBehindPark.has(i)) {
+        deferred++;
+        telemetry?.logger.info("outbox event held: an older event of its aggregate is waiting", {
+          eventId: p.event.eventId,
+          blockedBy: before?.state === "waiting" ? before.blockingSk : "parked in this batch",
+        });
+      } else eventIdx.push(i);
+    });
+    return { eventIdx, deferred };
+  };
+
+  /** What to park (what can never be published) and what to clear, from the parse and the publish outcomes. */
+  const sortOutcomes = (b: RelayBatch, eventIdx: ReadonlyArray<number>, outcomes: PublishOutcome[]) => {
+    const source = (i: number) => b.records[i]?.eventSourceARN ?? "stream";
+    const toPark: ParkInput[] = [];
+    b.parsed.forEach((p, i) => {
+      if (p.kind === "park") {
+        const input = { key: p.key, image: p.image, eventId: undefined, error: p.error, source: source(i) };
+        toPark.push({ index: i, input: { ...input, consumer } });
+      }
+    });
+    const toClear: Record<string, AttributeValue>[] = [];
+    outcomes.forEach((o, n) => {
+      const index = eventIdx[n]!;
+      const p = b.parsed[index] as EventParsed;
+      if (o.status === "published") toClear.push(p.image);
+      else if (o.status === "failed") {
+        b.failedAt.add(index);
+        telemetry?.logger.warn("outbox publish failed; will retry", {
+          eventId: p.event.eventId,
+          destination: p.event.destination,
+          error: describeError(o.error),
+        });
+      } else {
+        toPark.push({
+          index,
+          input: {
+            key: { pk: p.image[A.pk]!.S!, sk: p.image[A.sk]!.S! },
+            image: b.records[index]?.dynamodb?.NewImage,
+            eventId: p.event.eventId,
+            error: o.error,
+            source: source(index),
+            consumer,
+          },
+        });
+      }
+    });
+    return { toPark, toClear };
+  };
+
+  /** Parks each event; a failed parking fails its record (nothing is acked). Returns how many were parked. */
+  const parkAll = async (b: RelayBatch, toPark: ReadonlyArray<ParkInput>, t: number): Promise<number> => {
+    let parked = 0;
+    await Promise.all(
+      toPark.map(async ({ index, input }) => {
+        try {
+          await park(input, { client, tableName: b.tableName, sqs, parkingQueueUrl, now: t });
+          parked++;
+          telemetry?.logger.error("outbox event parked", {
+            eventId: input.eventId,
+            sequenceNumber: b.records[index]?.dynamodb?.SequenceNumber,
+            error: describeError(input.error),
+          });
+        } catch (error) {
+          b.failedAt.add(index);
+          telemetry?.logger.error("parking an outbox event failed; will retry", {
+            eventId: input.eventId,
+            error: describeError(error),
+          });
+        }
+      }),
+    );
+    return parked;
+  };
+
+  const record = (report: RelayReport) => {
+    lastReport = report;
+    if (!telemetry) return;
+    if (report.published) telemetry.count(METRIC.published, report.published);
+    if (report.parked) telemetry.count(METRIC.outboxParked, report.parked);
+    if (report.failed) telemetry.count(METRIC.outboxPublishFailures, report.failed);
+    if (report.skipped) telemetry.count(METRIC.outboxRelaySkipped, report.skipped);
+    if (report.deferred) telemetry.count(METRIC.outboxDeferred, report.deferred);
+    if (report.markFailures) telemetry.count(METRIC.outboxMarkFailures, report.markFailures);
+  };
+
+  /** The partial response: the stream is retried from the first failed record. */
+  const answer = (b: RelayBatch): DynamoDBBatchResponse => {
+    if (b.failedAt.size === 0) return { batchItemFailures: [] };
+    const sequenceNumber = b.records[Math.min(...b.failedAt)]?.dynamodb?.SequenceNumber;
+    // No sequence number cannot be checkpointed: fail the whole batch instead.
+    if (!sequenceNumber) throw new Error("outbox relay: a failed record has no SequenceNumber");
+    return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
+  };
+
   const relay: OutboxRelay = {
     publisher,
     get lastReport() {
@@ -146,150 +286,28 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         process.env[OUTBOX_ENV.tableName] ??
         tableNameFromStreamArn(records[0]?.eventSourceARN);
       if (!tableName) throw new Error("outbox relay: no table name (set APP_TABLE_NAME)");
-      const parsed = records.map(parse);
-      const failedAt = new Set<number>();
-      let skipped = 0;
-
-      // Order per aggregate (aggregateOrder.ts): an event whose aggregate has an older event still
-      // pending or parked is not published here. It stays pending and its record is acked, so the
-      // shard moves on; the sweeper publishes it once everything older is out.
-      const pkOf = (p: Parsed): string | undefined =>
-        p.kind === "event" ? p.image[A.pk]?.S : p.kind === "park" ? p.key?.pk : undefined;
-      const firsts = new Map<string, { pk: string; sk: string }>();
-      const parkedInBatch = new Set<string>();
-      const heldBehindPark = new Set<number>();
-      parsed.forEach((p, i) => {
-        const pk = pkOf(p);
-        if (pk === undefined) return;
-        if (p.kind === "park") parkedInBatch.add(pk);
-        else if (parkedInBatch.has(pk)) heldBehindPark.add(i);
-        if (!firsts.has(pk) && p.kind === "event") firsts.set(pk, { pk, sk: p.image[A.sk]!.S! });
-      });
-      const predecessors = await predecessorStates(client, tableName, [...firsts.values()]);
-      let deferred = 0;
-      const eventIdx: number[] = [];
-      parsed.forEach((p, i) => {
-        if (p.kind === "skip") {
-          skipped++;
-          return;
-        }
-        if (p.kind !== "event") return;
-        const pk = p.image[A.pk]!.S!;
-        const before = predecessors.get(pk);
-        if (before?.state === "unknown") {
-          failedAt.add(i);
-          telemetry?.logger.warn("outbox order check failed; will retry", {
-            eventId: p.event.eventId,
-            error: describeError(before.error),
-          });
-        } else if (before?.state === "waiting" || heldBehindPark.has(i)) {
-          deferred++;
-          telemetry?.logger.info("outbox event held: an older event of its aggregate is waiting", {
-            eventId: p.event.eventId,
-            blockedBy: before?.state === "waiting" ? before.blockingSk : "parked in this batch",
-          });
-        } else eventIdx.push(i);
-      });
-      const events = eventIdx.map((i) => (parsed[i] as Extract<Parsed, { kind: "event" }>).event);
-      const outcomes = await publisher.publish(events);
-
-      // Park what can never be published; a failed parking fails the record (nothing is acked).
-      const toPark: Array<{ index: number; input: Parameters<typeof park>[0] }> = [];
-      parsed.forEach((p, i) => {
-        if (p.kind === "park")
-          toPark.push({
-            index: i,
-            input: {
-              key: p.key,
-              image: p.image,
-              eventId: undefined,
-              error: p.error,
-              source: records[i]?.eventSourceARN ?? "stream",
-              consumer,
-            },
-          });
-      });
-      const toClear: Record<string, AttributeValue>[] = [];
-      outcomes.forEach((o, n) => {
-        const index = eventIdx[n]!;
-        const p = parsed[index] as Extract<Parsed, { kind: "event" }>;
-        if (o.status === "published") toClear.push(p.image);
-        else if (o.status === "failed") {
-          failedAt.add(index);
-          telemetry?.logger.warn("outbox publish failed; will retry", {
-            eventId: p.event.eventId,
-            destination: p.event.destination,
-            error: describeError(o.error),
-          });
-        } else {
-          toPark.push({
-            index,
-            input: {
-              key: { pk: p.image[A.pk]!.S!, sk: p.image[A.sk]!.S! },
-              image: records[index]?.dynamodb?.NewImage,
-              eventId: p.event.eventId,
-              error: o.error,
-              source: records[index]?.eventSourceARN ?? "stream",
-              consumer,
-            },
-          });
-        }
-      });
-
+      const b: RelayBatch = { records, parsed: records.map(parse), tableName, failedAt: new Set() };
+      const { eventIdx, deferred } = await orderCheck(b);
+      const outcomes = await publisher.publish(eventIdx.map((i) => (b.parsed[i] as EventParsed).event));
+      const { toPark, toClear } = sortOutcomes(b, eventIdx, outcomes);
       const t = now();
-      let parked = 0;
-      await Promise.all(
-        toPark.map(async ({ index, input }) => {
-          try {
-            await park(input, { client, tableName, sqs, parkingQueueUrl, now: t });
-            parked++;
-            telemetry?.logger.error("outbox event parked", {
-              eventId: input.eventId,
-              sequenceNumber: records[index]?.dynamodb?.SequenceNumber,
-              error: describeError(input.error),
-            });
-          } catch (error) {
-            failedAt.add(index);
-            telemetry?.logger.error("parking an outbox event failed; will retry", {
-              eventId: input.eventId,
-              error: describeError(error),
-            });
-          }
-        }),
-      );
-
+      const parked = await parkAll(b, toPark, t);
       const cleared = await clearPending(client, tableName, toClear, "relay", t);
       if (cleared.failed > 0) {
         telemetry?.logger.warn(
           "could not clear the pending marker of published events; the sweeper will republish them",
-          {
-            count: cleared.failed,
-          },
+          { count: cleared.failed },
         );
       }
-
-      lastReport = {
+      record({
         published: toClear.length,
         parked,
-        failed: failedAt.size,
-        skipped,
+        failed: b.failedAt.size,
+        skipped: b.parsed.filter((p) => p.kind === "skip").length,
         deferred,
         markFailures: cleared.failed,
-      };
-      if (telemetry) {
-        if (toClear.length) telemetry.count(METRIC.published, toClear.length);
-        if (parked) telemetry.count(METRIC.outboxParked, parked);
-        if (failedAt.size) telemetry.count(METRIC.outboxPublishFailures, failedAt.size);
-        if (skipped) telemetry.count(METRIC.outboxRelaySkipped, skipped);
-        if (deferred) telemetry.count(METRIC.outboxDeferred, deferred);
-        if (cleared.failed) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);
-      }
-      if (failedAt.size === 0) return { batchItemFailures: [] };
-      const first = Math.min(...failedAt);
-      const sequenceNumber = records[first]?.dynamodb?.SequenceNumber;
-      // No sequence number cannot be checkpointed: fail the whole batch instead.
-      if (!sequenceNumber) throw new Error("outbox relay: a failed record has no SequenceNumber");
-      return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
+      });
+      return answer(b);
     },
   };
   return relay;
