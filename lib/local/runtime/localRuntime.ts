@@ -91,33 +91,41 @@ export function matchFunction(fn: LocalFunction, what: string): boolean {
   return fn.name === what || fn.logicalId === what || fn.cdkPath?.includes(what) === true;
 }
 
-/**
- * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
- * its functions' bundled code in Lambda-like execution environments, and runs their event source
- * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics.
- */
-export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+/** The template to run: the one given, or the stack of the cloud assembly (the only one, or the one named). */
+function stackOf(options: LocalRuntimeOptions): {
+  template: CfnTemplate;
+  stackName: string;
+  assetRoot: string | undefined;
+} {
+  if (options.template)
+    return {
+      template: options.template,
+      stackName: options.stackName ?? "LocalStack",
+      assetRoot: options.assetRoot,
+    };
+  if (!options.cdkOut) throw new Error("give cdkOut or template");
+  const stacks = loadCloudAssembly(options.cdkOut);
+  const stack = options.stackName ? stacks.find((s) => s.stackName === options.stackName) : stacks[0];
+  if (!stack) throw new Error(`no stack ${options.stackName ?? ""} in ${options.cdkOut}`);
+  if (!options.stackName && stacks.length > 1)
+    throw new Error(
+      `${options.cdkOut} has ${stacks.length} stacks; choose one: ${stacks.map((s) => s.stackName).join(", ")}`,
+    );
+  return { template: stack.template, stackName: stack.stackName, assetRoot: stack.assetRoot };
+}
+
+/** Where the emulators are: the options' endpoints, else this process's environment. */
+function emulatorEnvOf(options: LocalRuntimeOptions): Record<string, string> {
   const emulatorEnv: Record<string, string> = {};
   for (const k of EMULATOR_VARS) {
     const v = options.emulatorEnv?.[k] ?? process.env[k];
     if (v !== undefined) emulatorEnv[k] = v;
   }
-  let template = options.template;
-  let stackName = options.stackName ?? "LocalStack";
-  let assetRoot = options.assetRoot;
-  if (!template) {
-    if (!options.cdkOut) throw new Error("give cdkOut or template");
-    const stacks = loadCloudAssembly(options.cdkOut);
-    const stack = options.stackName ? stacks.find((s) => s.stackName === options.stackName) : stacks[0];
-    if (!stack) throw new Error(`no stack ${options.stackName ?? ""} in ${options.cdkOut}`);
-    if (!options.stackName && stacks.length > 1)
-      throw new Error(
-        `${options.cdkOut} has ${stacks.length} stacks; choose one: ${stacks.map((s) => s.stackName).join(", ")}`,
-      );
-    template = stack.template;
-    stackName = stack.stackName;
-    assetRoot = stack.assetRoot;
-  }
+  return emulatorEnv;
+}
+
+/** The runtime's own clients of the emulators (materialising, polling, destinations). */
+function emulatorClients(emulatorEnv: Record<string, string>) {
   const region = emulatorEnv.AWS_REGION ?? "us-east-1";
   const sqs = createSqsClient({
     region,
@@ -133,6 +141,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS }
       : {}),
   });
+  return { region, sqs, ddb, streams };
+}
+
+/**
+ * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
+ * its functions' bundled code in Lambda-like execution environments, and runs their event source
+ * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics.
+ */
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const emulatorEnv = emulatorEnvOf(options);
+  const { template, stackName, assetRoot } = stackOf(options);
+  const { region, sqs, ddb, streams } = emulatorClients(emulatorEnv);
   for (const c of [sqs, ddb, streams]) options.instrument?.(c);
   const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
   const app = await materialise({
