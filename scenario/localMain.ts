@@ -75,8 +75,8 @@ function keepInstructions(
   ];
 }
 
-async function main(): Promise<number> {
-  const started = Date.now();
+/** The command line: `undefined` after `--help`. */
+function cliOptions() {
   const { values } = parseArgs({
     options: {
       messages: { type: "string", default: "2000" },
@@ -97,7 +97,7 @@ async function main(): Promise<number> {
     log(
       "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real]",
     );
-    return 0;
+    return undefined;
   }
   const options = {
     messages: Number(values.messages),
@@ -108,12 +108,43 @@ async function main(): Promise<number> {
   };
   if (!Number.isInteger(options.messages) || options.messages < 1)
     throw new Error("--messages must be a positive integer");
+  return { values, options };
+}
 
-  const runDir = join(WORK_DIR, String(process.pid));
-  const logDir = join(runDir, "logs");
-  rmSync(runDir, { recursive: true, force: true });
-  mkdirSync(logDir, { recursive: true });
+/** The `RESULT` line: what was sent, what the stored data says became of it, and the timings. */
+function scenarioResult(
+  sent: Awaited<ReturnType<typeof sendOrders>>,
+  c: Awaited<ReturnType<typeof census>>,
+  timing: { started: number; setupMs: number; t0: number; quiet: boolean },
+) {
+  return {
+    sent: sent.sent,
+    unique: sent.firstSentAt.size,
+    ordersStored: c.ordersStored,
+    duplicatesSuppressed: sent.validSends - c.outboxEvents,
+    dlq: c.dlq,
+    outboxPublished: c.outboxPublished,
+    kafkaConsumed: c.kafkaConsumed,
+    charged: c.charged,
+    lost: c.lost,
+    duplicateEffects: c.duplicateEffects,
+    e2eP50Ms: c.e2eP50Ms,
+    e2eP99Ms: c.e2eP99Ms,
+    elapsedMs: Date.now() - timing.started,
+    setupMs: timing.setupMs,
+    processingMs: Date.now() - timing.t0,
+    poison: sent.poison,
+    duplicateSends: sent.duplicateSends,
+    kafkaDeadLetters: c.kafkaDeadLetters,
+    paymentReplays: c.paymentReplays,
+    longJobs: { sent: sent.longJobs.length, done: c.reportsDone },
+    lostDetail: c.lostDetail,
+    quiet: timing.quiet,
+  };
+}
 
+/** Starts the emulators, then synthesizes the CDK app (unless `--cdk-out` names one). */
+async function emulatorsAndApp(values: { kafka: string; "cdk-out"?: string | undefined }, runDir: string) {
   log(
     `local: starting DynamoDB Local, fauxqs and ${values.kafka === "real" ? "an Apache Kafka broker" : "the Kafka mock"}; synthesizing the CDK app...`,
   );
@@ -130,6 +161,28 @@ async function main(): Promise<number> {
     throw error;
   }
   if (!values["cdk-out"]) log(`local: synthesized in ${((Date.now() - synthStarted) / 1000).toFixed(1)} s`);
+  return { emulators, cdkOut };
+}
+
+function logHostStats(runtime: LocalRuntime): void {
+  for (const s of runtime.host.stats())
+    log(
+      `  ${s.name}: ${s.invocations} invocations, ${s.coldStarts} cold starts, limit ${s.concurrencyLimit}`,
+    );
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const cli = cliOptions();
+  if (!cli) return 0;
+  const { values, options } = cli;
+
+  const runDir = join(WORK_DIR, String(process.pid));
+  const logDir = join(runDir, "logs");
+  rmSync(runDir, { recursive: true, force: true });
+  mkdirSync(logDir, { recursive: true });
+
+  const { emulators, cdkOut } = await emulatorsAndApp(values, runDir);
   const ddb = new DynamoDBClient({});
   const sqs = createSqsClient();
   const kafka = new Kafka({
@@ -194,37 +247,9 @@ async function main(): Promise<number> {
     });
     if (!quiet) log(`local: not quiet after ${values.timeout} s; counting what is there`);
     const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
-    const result = {
-      sent: sent.sent,
-      unique: sent.firstSentAt.size,
-      ordersStored: c.ordersStored,
-      duplicatesSuppressed: sent.validSends - c.outboxEvents,
-      dlq: c.dlq,
-      outboxPublished: c.outboxPublished,
-      kafkaConsumed: c.kafkaConsumed,
-      charged: c.charged,
-      lost: c.lost,
-      duplicateEffects: c.duplicateEffects,
-      e2eP50Ms: c.e2eP50Ms,
-      e2eP99Ms: c.e2eP99Ms,
-      elapsedMs: Date.now() - started,
-      setupMs,
-      processingMs: Date.now() - t0,
-      poison: sent.poison,
-      duplicateSends: sent.duplicateSends,
-      kafkaDeadLetters: c.kafkaDeadLetters,
-      paymentReplays: c.paymentReplays,
-      longJobs: { sent: sent.longJobs.length, done: c.reportsDone },
-      lostDetail: c.lostDetail,
-      quiet,
-    };
+    const result = scenarioResult(sent, c, { started, setupMs, t0, quiet });
     const ok = result.lost === 0 && result.duplicateEffects === 0;
-    if (values.verbose) {
-      for (const s of runtime.host.stats())
-        log(
-          `  ${s.name}: ${s.invocations} invocations, ${s.coldStarts} cold starts, limit ${s.concurrencyLimit}`,
-        );
-    }
+    if (values.verbose) logHostStats(runtime);
     if (values.keep) {
       for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);
       process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);

@@ -305,6 +305,56 @@ async function readTopic(kafka: Kafka, topic: string): Promise<Array<{ key: stri
   return out;
 }
 
+/** Records the payment consumer committed, and records on the dead-letter topic. */
+async function kafkaCounts(kafka: Kafka, targets: ScenarioTargets) {
+  const admin = kafka.admin();
+  await admin.connect();
+  const [committed] = await admin.fetchOffsets({
+    groupId: targets.paymentGroup,
+    topics: [targets.mainTopic],
+  });
+  const kafkaConsumed = (committed?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+  let kafkaDeadLetters = 0;
+  const dltTopic = `${targets.mainTopic}.DLQ`;
+  try {
+    for (const o of await admin.fetchTopicOffsets(dltTopic))
+      kafkaDeadLetters += Number(o.high) - Number(o.low);
+  } catch {
+    kafkaDeadLetters = 0;
+  }
+  await admin.disconnect();
+  return { kafkaConsumed, kafkaDeadLetters };
+}
+
+/** The provider's charges per order, the first charge's time, and the replays it answered. */
+async function chargeCounts(ddb: DynamoDBClient, providerTable: string) {
+  const charges = await scanAll(ddb, { TableName: providerTable });
+  const chargesPerOrder = new Map<string, number>();
+  let paymentReplays = 0;
+  const chargedAt = new Map<string, number>();
+  for (const c of charges) {
+    const id = c.orderId?.S ?? "";
+    chargesPerOrder.set(id, (chargesPerOrder.get(id) ?? 0) + 1);
+    paymentReplays += Number(c.replays?.N ?? 0);
+    const at = Number(c.chargedAt?.N ?? 0);
+    chargedAt.set(id, Math.min(at, chargedAt.get(id) ?? Number.POSITIVE_INFINITY));
+  }
+  return { chargesPerOrder, chargedAt, paymentReplays };
+}
+
+/** How many long jobs wrote their report. */
+async function reportsDoneOf(ddb: DynamoDBClient, appTable: string, longJobs: ReadonlyArray<string>) {
+  if (longJobs.length === 0) return 0;
+  const reports = await scanAll(ddb, {
+    TableName: appTable,
+    FilterExpression: "begins_with(pk, :r)",
+    ExpressionAttributeValues: { ":r": { S: "REPORT#" } },
+    ProjectionExpression: "pk",
+  });
+  const done = new Set(reports.map((r) => r.pk?.S?.slice("REPORT#".length)));
+  return longJobs.filter((j) => done.has(j)).length;
+}
+
 /** Everything the RESULT line says, counted from the tables, queues and topics. */
 export async function census(args: {
   ddb: DynamoDBClient;
@@ -338,45 +388,10 @@ export async function census(args: {
   const published = await readTopic(kafka, targets.mainTopic);
   const publishedOrders = new Set(published.map((p) => p.key));
   const publishedEvents = new Set(published.map((p) => p.eventId));
-  const admin = kafka.admin();
-  await admin.connect();
-  const [committed] = await admin.fetchOffsets({
-    groupId: targets.paymentGroup,
-    topics: [targets.mainTopic],
-  });
-  const kafkaConsumed = (committed?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
-  let kafkaDeadLetters = 0;
-  const dltTopic = `${targets.mainTopic}.DLQ`;
-  try {
-    for (const o of await admin.fetchTopicOffsets(dltTopic))
-      kafkaDeadLetters += Number(o.high) - Number(o.low);
-  } catch {
-    kafkaDeadLetters = 0;
-  }
-  await admin.disconnect();
-  const charges = await scanAll(ddb, { TableName: args.providerTable });
-  const chargesPerOrder = new Map<string, number>();
-  let paymentReplays = 0;
-  const chargedAt = new Map<string, number>();
-  for (const c of charges) {
-    const id = c.orderId?.S ?? "";
-    chargesPerOrder.set(id, (chargesPerOrder.get(id) ?? 0) + 1);
-    paymentReplays += Number(c.replays?.N ?? 0);
-    const at = Number(c.chargedAt?.N ?? 0);
-    chargedAt.set(id, Math.min(at, chargedAt.get(id) ?? Number.POSITIVE_INFINITY));
-  }
+  const { kafkaConsumed, kafkaDeadLetters } = await kafkaCounts(kafka, targets);
+  const { chargesPerOrder, chargedAt, paymentReplays } = await chargeCounts(ddb, args.providerTable);
   const dlq = await queueDepth(sqs, targets.ordersDlq);
-  let reportsDone = 0;
-  if (sent.longJobs.length) {
-    const reports = await scanAll(ddb, {
-      TableName: targets.appTable,
-      FilterExpression: "begins_with(pk, :r)",
-      ExpressionAttributeValues: { ":r": { S: "REPORT#" } },
-      ProjectionExpression: "pk",
-    });
-    const done = new Set(reports.map((r) => r.pk?.S?.slice("REPORT#".length)));
-    reportsDone = sent.longJobs.filter((j) => done.has(j)).length;
-  }
+  const reportsDone = await reportsDoneOf(ddb, targets.appTable, sent.longJobs);
   const orderIds = [...sent.firstSentAt.keys()];
   const notStored = orderIds.filter((o) => !stored.has(o)).length;
   const notPublished = orderIds.filter((o) => stored.has(o) && !publishedOrders.has(o)).length;
