@@ -7,7 +7,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import type { MskClusterRef, RetryLadderDeclaration } from "reliable-consumers/cdk";
+import type { ConsumerFunctionProps, MskClusterRef, RetryLadderDeclaration } from "reliable-consumers/cdk";
 import {
   ConsumerFunction,
   ConsumerMonitoring,
@@ -111,21 +111,6 @@ export class ReferenceServiceStack extends Stack {
       securityGroups: [this.cluster.securityGroup],
     };
 
-    const entry = (name: ReferenceFunction): string => {
-      const path = props.entries?.[name] ?? defaultEntry(name);
-      if (existsSync(path)) return path;
-      if (!ctx.allowMissingHandlers) {
-        throw new Error(
-          `${name}: handler ${path} does not exist (set context allowMissingHandlers=true to deploy a stub)`,
-        );
-      }
-      Annotations.of(this).addWarningV2(
-        `reference:missing-handler:${name}`,
-        `${name}: ${path} does not exist yet; deploying a stub that fails every invocation.`,
-      );
-      return STUB_ENTRY;
-    };
-
     // Tables
     this.dedup = new DedupTable(this, "Dedup", props.dedupWindow ? { window: props.dedupWindow } : {});
     this.app = new OutboxTable(this, "App");
@@ -138,42 +123,16 @@ export class ReferenceServiceStack extends Stack {
       maxReceiveCount: 5,
       ...props.ordersQueue,
     });
-    // Long jobs: the heartbeat keeps a running job hidden, so the queue's visibility timeout can be
-    // the function timeout, and a crashed job comes back after 5 minutes instead of 6 × 5.
-    this.reports = new QueueWithDlq(this, "Reports", {
-      consumerTimeout: reportWorkerTimeout,
-      visibilityHeartbeat: true,
-      maxReceiveCount: 3,
-    });
-    this.parking = new sqs.Queue(this, "OutboxParking", {
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    Validations.of(this.parking).acknowledge({
-      id: "AwsSolutions-SQS3",
-      reason:
-        "The outbox parking queue is itself a dead-letter destination: events that fail permanently are parked " +
-        "here with their context for a fix and a replay; it is not consumed by a trigger.",
-    });
-    acknowledgeGuardRule(
-      this.parking,
-      CONTROL_TOWER_RULE.sqsDeadLetterQueue,
-      "The outbox parking queue is itself a dead-letter destination, written with SendMessage by the relay and " +
-        "sweeper (not by an SQS redrive); it is not consumed by a trigger, so it needs no DLQ, and no queue " +
-        "redrives into it, so a redrive-allow policy would name no source.",
-    );
+    this.reports = this.reportsQueue(reportWorkerTimeout);
+    this.parking = this.parkingQueue();
 
     this.topics = new KafkaTopics(this, "Topics", { cluster: this.cluster, ladder });
 
     // Every function runs in the cluster's VPC (AWS Control Tower's CT.LAMBDA.PR.3): the Kafka ones
     // must, and the VPC already reaches DynamoDB and SQS for them, which is all the others need.
-    const fn = (
-      name: ReferenceFunction,
-      extra: Partial<ConstructorParameters<typeof ConsumerFunction>[2]> = {},
-    ) =>
+    const fn = (name: ReferenceFunction, extra: Partial<ConsumerFunctionProps> = {}) =>
       new ConsumerFunction(this, name, {
-        entry: entry(name),
+        entry: this.entryOf(name, props),
         consumerName: name,
         metricsNamespace: ctx.metricsNamespace,
         ...network,
@@ -209,26 +168,10 @@ export class ReferenceServiceStack extends Stack {
       .useDedupWindow(this.dedup);
 
     // app table stream → outbox-relay → Kafka; the sweeper republishes what the relay missed.
-    const relay = fn("outbox-relay", { timeout: Duration.minutes(1) });
-    this.app.addRelay(relay);
-    relay.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
-    const sweeper = fn("outbox-sweeper", { timeout: Duration.minutes(1) });
-    this.app.addSweeper(sweeper);
-    sweeper.produceTo(this.cluster, [ladder.topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
-    for (const f of [relay, sweeper]) {
-      this.parking.grantSendMessages(f.function);
-      f.addEnvironment(LAMBDA_ENV.outboxParkingQueueUrl, this.parking.queueUrl);
-    }
+    const { relay, sweeper } = this.outboxFunctions(fn, ladder.topic);
 
     // order-events → payment-consumer with its retry ladder.
-    const payment = fn("payment-consumer", { timeout: Duration.minutes(1) });
-    const mappings = payment.addMskTrigger(this.cluster, ladder, { batchSize: 100 });
-    for (const m of mappings) m.node.addDependency(this.topics);
-    this.dedup.grantDedup(payment.function);
-    payment
-      .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
-      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
-      .useDedupWindow(this.dedup);
+    const payment = this.paymentConsumer(fn("payment-consumer", { timeout: Duration.minutes(1) }), ladder);
 
     this.functions = {
       "order-consumer": orderConsumer,
@@ -238,20 +181,105 @@ export class ReferenceServiceStack extends Stack {
       "payment-consumer": payment,
     };
 
-    // Alarms and dashboard.
-    this.monitoring = new ConsumerMonitoring(this, "Monitoring", {
+    this.monitoring = this.alarmsAndDashboard(ctx, payment);
+
+    this.acknowledgeLogGroupControls();
+  }
+
+  /**
+   * Long jobs: the heartbeat keeps a running job hidden, so the queue's visibility timeout can be
+   * the function timeout, and a crashed job comes back after 5 minutes instead of 6 × 5.
+   */
+  private reportsQueue(reportWorkerTimeout: Duration): QueueWithDlq {
+    return new QueueWithDlq(this, "Reports", {
+      consumerTimeout: reportWorkerTimeout,
+      visibilityHeartbeat: true,
+      maxReceiveCount: 3,
+    });
+  }
+
+  /** The payment consumer: the MSK trigger with its retry ladder, its dedup table. */
+  private paymentConsumer(payment: ConsumerFunction, ladder: RetryLadderDeclaration): ConsumerFunction {
+    const mappings = payment.addMskTrigger(this.cluster, ladder, { batchSize: 100 });
+    for (const m of mappings) m.node.addDependency(this.topics);
+    this.dedup.grantDedup(payment.function);
+    return payment
+      .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
+      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
+      .useDedupWindow(this.dedup);
+  }
+
+  /** Alarms and dashboard. */
+  private alarmsAndDashboard(ctx: InfraContext, payment: ConsumerFunction): ConsumerMonitoring {
+    const monitoring = new ConsumerMonitoring(this, "Monitoring", {
       metricsNamespace: ctx.metricsNamespace,
       ...(ctx.alarmTopicArn
         ? { alarmTopic: sns.Topic.fromTopicArn(this, "AlarmTopic", ctx.alarmTopicArn) }
         : {}),
     });
-    this.monitoring.monitorQueue("Orders", this.orders);
-    this.monitoring.monitorQueue("Reports", this.reports, { maxMessageAge: Duration.hours(1) });
-    for (const f of Object.values(this.functions)) this.monitoring.monitorFunction(f);
-    this.monitoring.monitorKafkaLag(payment);
-    this.monitoring.monitorOutbox("outbox-sweeper");
+    monitoring.monitorQueue("Orders", this.orders);
+    monitoring.monitorQueue("Reports", this.reports, { maxMessageAge: Duration.hours(1) });
+    for (const f of Object.values(this.functions)) monitoring.monitorFunction(f);
+    monitoring.monitorKafkaLag(payment);
+    monitoring.monitorOutbox("outbox-sweeper");
+    return monitoring;
+  }
 
-    this.acknowledgeLogGroupControls();
+  /** A function's entry; a missing one is a synth error, or a stub with a warning when the context allows it. */
+  private entryOf(name: ReferenceFunction, props: ReferenceServiceStackProps): string {
+    const path = props.entries?.[name] ?? defaultEntry(name);
+    if (existsSync(path)) return path;
+    if (!props.context.allowMissingHandlers) {
+      throw new Error(
+        `${name}: handler ${path} does not exist (set context allowMissingHandlers=true to deploy a stub)`,
+      );
+    }
+    Annotations.of(this).addWarningV2(
+      `reference:missing-handler:${name}`,
+      `${name}: ${path} does not exist yet; deploying a stub that fails every invocation.`,
+    );
+    return STUB_ENTRY;
+  }
+
+  /** Where the relay and the sweeper park events that can never be published. */
+  private parkingQueue(): sqs.Queue {
+    const parking = new sqs.Queue(this, "OutboxParking", {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(parking).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "The outbox parking queue is itself a dead-letter destination: events that fail permanently are parked " +
+        "here with their context for a fix and a replay; it is not consumed by a trigger.",
+    });
+    acknowledgeGuardRule(
+      parking,
+      CONTROL_TOWER_RULE.sqsDeadLetterQueue,
+      "The outbox parking queue is itself a dead-letter destination, written with SendMessage by the relay and " +
+        "sweeper (not by an SQS redrive); it is not consumed by a trigger, so it needs no DLQ, and no queue " +
+        "redrives into it, so a redrive-allow policy would name no source.",
+    );
+    return parking;
+  }
+
+  /** The relay and the sweeper: they publish to the main topic and park in the parking queue. */
+  private outboxFunctions(
+    fn: (name: ReferenceFunction, extra: Partial<ConsumerFunctionProps>) => ConsumerFunction,
+    topic: string,
+  ): { relay: ConsumerFunction; sweeper: ConsumerFunction } {
+    const relay = fn("outbox-relay", { timeout: Duration.minutes(1) });
+    this.app.addRelay(relay);
+    relay.produceTo(this.cluster, [topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, topic);
+    const sweeper = fn("outbox-sweeper", { timeout: Duration.minutes(1) });
+    this.app.addSweeper(sweeper);
+    sweeper.produceTo(this.cluster, [topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, topic);
+    for (const f of [relay, sweeper]) {
+      this.parking.grantSendMessages(f.function);
+      f.addEnvironment(LAMBDA_ENV.outboxParkingQueueUrl, this.parking.queueUrl);
+    }
+    return { relay, sweeper };
   }
 
   /**
