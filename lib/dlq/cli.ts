@@ -35,8 +35,9 @@ function time(value: string | undefined, flag: string): Date | undefined {
   return d;
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+/** The command line, parsed (node:util parseArgs). */
+function parse(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
@@ -55,18 +56,36 @@ export async function main(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h", default: false },
     },
   });
+}
+
+/** `--error-type`, `--since`, `--until` as a filter. */
+function filterOf(values: ReturnType<typeof parse>["values"]): DeadLetterFilter {
+  const since = time(values.since, "--since");
+  const until = time(values.until, "--until");
+  return {
+    ...(values["error-type"]?.length ? { errorTypes: values["error-type"] } : {}),
+    ...(since ? { since } : {}),
+    ...(until ? { until } : {}),
+  };
+}
+
+/** The replay ledger the options name: a table, none (`--no-ledger`), or an error that says how to give one. */
+function ledgerOf(values: ReturnType<typeof parse>["values"]) {
+  if (values["no-ledger"]) return false as const;
+  const ledgerTable = values["ledger-table"] ?? process.env[LAMBDA_ENV.dedupTableName];
+  if (!ledgerTable)
+    throw new Error("replay needs a ledger table (--ledger-table or DEDUP_TABLE_NAME), or --no-ledger");
+  return { tableName: ledgerTable, client: new DynamoDBClient({}) };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv);
   const command = positionals[0];
   if (values.help || !command) {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
-  const since = time(values.since, "--since");
-  const until = time(values.until, "--until");
-  const filter: DeadLetterFilter = {
-    ...(values["error-type"]?.length ? { errorTypes: values["error-type"] } : {}),
-    ...(since ? { since } : {}),
-    ...(until ? { until } : {}),
-  };
+  const filter = filterOf(values);
   const limit = values.limit !== undefined ? Number(values.limit) : undefined;
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new Error("--limit must be ≥ 1");
   const dryRun = values["dry-run"];
@@ -82,21 +101,12 @@ export async function main(argv: string[]): Promise<number> {
     case "replay": {
       if (!values.topic) throw new Error("replay needs --topic <topic>.DLQ");
       const bar = progressBar(dryRun ? `replay (dry run) ${values.topic}` : `replay ${values.topic}`);
-      const ledgerTable = values["ledger-table"] ?? process.env[LAMBDA_ENV.dedupTableName];
       const result = await replayKafkaDeadLetters(values.topic, {
         filter,
         dryRun,
         ...(values["to-topic"] ? { toTopic: values["to-topic"] } : {}),
         ...(limit ? { limit } : {}),
-        ledger: values["no-ledger"]
-          ? false
-          : ledgerTable
-            ? { tableName: ledgerTable, client: new DynamoDBClient({}) }
-            : (() => {
-                throw new Error(
-                  "replay needs a ledger table (--ledger-table or DEDUP_TABLE_NAME), or --no-ledger",
-                );
-              })(),
+        ledger: ledgerOf(values),
         onProgress: bar.update,
       });
       bar.done(result);

@@ -195,6 +195,53 @@ export interface ReplayResult extends MoveProgress {
   readonly byDestination: Record<string, number>;
 }
 
+/** The ledger that makes a replay exactly once per DLQ record: given, made on DEDUP_TABLE_NAME, or none. */
+function replayLedger(deadLetterTopic: string, options: ReplayOptions): DedupStore | undefined {
+  if (options.ledger === false || options.dryRun) return undefined;
+  if (options.ledger && "claim" in options.ledger) return options.ledger;
+  const tableName =
+    (options.ledger && "tableName" in options.ledger ? options.ledger.tableName : undefined) ??
+    process.env[LAMBDA_ENV.dedupTableName];
+  if (tableName === undefined)
+    throw new Error("replay needs a ledger table: --ledger-table, DEDUP_TABLE_NAME, or --no-ledger");
+  return createDedupStore({
+    tableName,
+    scope: `dlq-replay/${deadLetterTopic}`,
+    windowSeconds: 30 * 86_400,
+    ...(options.ledger && "client" in options.ledger && options.ledger.client
+      ? { client: options.ledger.client }
+      : {}),
+  });
+}
+
+/**
+ * One produce request for the chosen letters; their ledger claims are completed only after the
+ * cluster acknowledged it, and given back when it failed (the error is rethrown).
+ */
+async function sendReplays(
+  producer: KafkaProducer,
+  ledger: DedupStore | undefined,
+  chosen: ReadonlyArray<{ letter: KafkaDeadLetter; destination: string; lease: Lease | undefined }>,
+): Promise<void> {
+  const byTopic = new Map<string, OutgoingMessage[]>();
+  const now = new Date();
+  for (const c of chosen) {
+    const list = byTopic.get(c.destination) ?? [];
+    list.push(replayMessage(c.letter, now));
+    byTopic.set(c.destination, list);
+  }
+  try {
+    await producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+  } catch (error) {
+    if (ledger) await Promise.all(chosen.map((c) => (c.lease ? ledger.release(c.lease) : undefined)));
+    throw error;
+  }
+  if (ledger) {
+    await Promise.all(chosen.map((c) => (c.lease ? ledger.complete(c.lease) : undefined)));
+    await ledger.flush();
+  }
+}
+
 /**
  * Republishes dead letters to their original topic (`replay --topic orders.DLQ`). Exactly once per
  * DLQ record: each is claimed in the ledger before it is sent and marked done only after the
@@ -206,26 +253,7 @@ export async function replayKafkaDeadLetters(
   deadLetterTopic: string,
   options: ReplayOptions = {},
 ): Promise<ReplayResult> {
-  const ledger =
-    options.ledger === false || options.dryRun
-      ? undefined
-      : options.ledger && "claim" in options.ledger
-        ? options.ledger
-        : createDedupStore({
-            tableName:
-              (options.ledger && "tableName" in options.ledger ? options.ledger.tableName : undefined) ??
-              process.env[LAMBDA_ENV.dedupTableName] ??
-              (() => {
-                throw new Error(
-                  "replay needs a ledger table: --ledger-table, DEDUP_TABLE_NAME, or --no-ledger",
-                );
-              })(),
-            scope: `dlq-replay/${deadLetterTopic}`,
-            windowSeconds: 30 * 86_400,
-            ...(options.ledger && "client" in options.ledger && options.ledger.client
-              ? { client: options.ledger.client }
-              : {}),
-          });
+  const ledger = replayLedger(deadLetterTopic, options);
   const producer = options.producer ?? getKafkaProducer(options.connection ?? kafkaConfigFromEnv());
   const progress = { total: 0, seen: 0, moved: 0, skipped: 0, failed: 0 };
   let alreadyReplayed = 0;
@@ -268,24 +296,12 @@ export async function replayKafkaDeadLetters(
         for (const c of chosen) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
         progress.moved += chosen.length;
       } else if (chosen.length > 0) {
-        const byTopic = new Map<string, OutgoingMessage[]>();
-        const now = new Date();
-        for (const c of chosen) {
-          const list = byTopic.get(c.destination) ?? [];
-          list.push(replayMessage(c.letter, now));
-          byTopic.set(c.destination, list);
-        }
         try {
-          await producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+          await sendReplays(producer, ledger, chosen);
         } catch (error) {
           progress.failed += chosen.length;
-          if (ledger) await Promise.all(chosen.map((c) => (c.lease ? ledger.release(c.lease) : undefined)));
           options.onProgress?.({ ...progress });
           throw error;
-        }
-        if (ledger) {
-          await Promise.all(chosen.map((c) => (c.lease ? ledger.complete(c.lease) : undefined)));
-          await ledger.flush();
         }
         for (const c of chosen) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
         progress.moved += chosen.length;

@@ -297,6 +297,48 @@ export function redrivenAttributes(
 }
 
 /**
+ * Sends copies of `letters` to `destination` (one SendMessageBatch) and deletes from the DLQ only
+ * those SQS confirmed; returns how many moved.
+ */
+async function moveLetters(
+  sqs: SQSClient,
+  dlqUrl: string,
+  destination: string,
+  letters: ReadonlyArray<SqsDeadLetter>,
+): Promise<number> {
+  const fifo = destination.endsWith(".fifo");
+  const entries: SendMessageBatchRequestEntry[] = letters.map((l, k) => {
+    const attributes = redrivenAttributes(l);
+    return {
+      Id: String(k),
+      MessageBody: l.message.Body ?? "",
+      ...(Object.keys(attributes).length > 0 ? { MessageAttributes: toSdkAttributes(attributes) } : {}),
+      ...(fifo
+        ? {
+            MessageGroupId: l.message.Attributes?.MessageGroupId ?? "redrive",
+            MessageDeduplicationId: l.message.MessageId,
+          }
+        : {}),
+    };
+  });
+  const sent = await sqs
+    .send(new SendMessageBatchCommand({ QueueUrl: destination, Entries: entries }))
+    .catch(() => ({ Successful: [] as { Id?: string }[] }));
+  const ok = new Set((sent.Successful ?? []).map((s) => s.Id));
+  const confirmed = letters.filter((_, k) => ok.has(String(k)));
+  if (confirmed.length > 0) {
+    // Delete only what SQS confirmed; a delete that fails leaves a duplicate, never a loss.
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: confirmed.map((l, k) => ({ Id: String(k), ReceiptHandle: l.message.ReceiptHandle! })),
+      }),
+    );
+  }
+  return confirmed.length;
+}
+
+/**
  * Moves messages from an SQS DLQ back to their source queue (`redrive --queue <dlq>`), with nothing
  * lost: a message is deleted from the DLQ only after SQS confirmed the send of its copy (per entry of
  * SendMessageBatch); a failed send leaves it in the DLQ, visible again after the timeout. The user's
@@ -358,43 +400,10 @@ export async function redriveSqsDeadLetters(
             byDestination[destination] = (byDestination[destination] ?? 0) + letters.length;
             continue;
           }
-          const fifo = destination.endsWith(".fifo");
-          const entries: SendMessageBatchRequestEntry[] = letters.map((l, k) => {
-            const attributes = redrivenAttributes(l);
-            return {
-              Id: String(k),
-              MessageBody: l.message.Body ?? "",
-              ...(Object.keys(attributes).length > 0
-                ? { MessageAttributes: toSdkAttributes(attributes) }
-                : {}),
-              ...(fifo
-                ? {
-                    MessageGroupId: l.message.Attributes?.MessageGroupId ?? "redrive",
-                    MessageDeduplicationId: l.message.MessageId,
-                  }
-                : {}),
-            };
-          });
-          const sent = await sqs
-            .send(new SendMessageBatchCommand({ QueueUrl: destination, Entries: entries }))
-            .catch(() => ({ Successful: [] as { Id?: string }[] }));
-          const ok = new Set((sent.Successful ?? []).map((s) => s.Id));
-          const confirmed = letters.filter((_, k) => ok.has(String(k)));
-          progress.failed += letters.length - confirmed.length;
-          if (confirmed.length > 0) {
-            // Delete only what SQS confirmed; a delete that fails leaves a duplicate, never a loss.
-            await sqs.send(
-              new DeleteMessageBatchCommand({
-                QueueUrl: dlqUrl,
-                Entries: confirmed.map((l, k) => ({
-                  Id: String(k),
-                  ReceiptHandle: l.message.ReceiptHandle!,
-                })),
-              }),
-            );
-          }
-          progress.moved += confirmed.length;
-          byDestination[destination] = (byDestination[destination] ?? 0) + confirmed.length;
+          const confirmed = await moveLetters(sqs, dlqUrl, destination, letters);
+          progress.failed += letters.length - confirmed;
+          progress.moved += confirmed;
+          byDestination[destination] = (byDestination[destination] ?? 0) + confirmed;
         }
         options.onProgress?.({ ...progress });
       },
