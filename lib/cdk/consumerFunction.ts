@@ -319,6 +319,12 @@ export abstract class ConsumerFunctionBase extends Construct {
       .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
       .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
     for (const [name, value] of Object.entries(registry?.env ?? {})) this.addEnvironment(name, value);
+    this.addLadderRetryPath(ladder);
+    return mappings;
+  }
+
+  /** The ladder's retry path, which the dedup window must outlast (`useDedupWindow`). */
+  private addLadderRetryPath(ladder: RetryLadderDeclaration): void {
     this.triggerPaths.push({
       description:
         `topic ${ladder.topic}: retry ladder ${ladder.retryDelaysSeconds.map((s) => formatSeconds(s)).join(" → ")} ` +
@@ -328,7 +334,6 @@ export abstract class ConsumerFunctionBase extends Construct {
           : ""),
       seconds: ladderRetryPathSeconds(ladder),
     });
-    return mappings;
   }
 
   /** Produce to Kafka topics on MSK (e.g. the outbox relay): grants, brokers and auth mode. */

@@ -30,26 +30,7 @@ export class CreatedMskCluster extends Construct {
   constructor(scope: Construct, id: string, props: CreatedMskClusterProps = {}) {
     super(scope, id);
     const brokers = props.brokers ?? 2;
-    this.vpc = new ec2.Vpc(this, "Vpc", {
-      maxAzs: brokers,
-      natGateways: 0,
-      subnetConfiguration: [{ name: "private", subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 }],
-      gatewayEndpoints: {
-        DynamoDb: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB },
-        S3: { service: ec2.GatewayVpcEndpointAwsService.S3 },
-      },
-      flowLogs: {
-        all: {
-          destination: ec2.FlowLogDestination.toCloudWatchLogs(
-            new logs.LogGroup(this, "FlowLogs", {
-              retention: logs.RetentionDays.ONE_WEEK,
-              removalPolicy: RemovalPolicy.DESTROY,
-            }),
-          ),
-          trafficType: ec2.FlowLogTrafficType.REJECT,
-        },
-      },
-    });
+    this.vpc = this.isolatedVpc(brokers);
     const subnets = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
     const sg = new ec2.SecurityGroup(this, "ClientsAndBrokers", {
       vpc: this.vpc,
@@ -86,6 +67,45 @@ export class CreatedMskCluster extends Construct {
       loggingInfo: { brokerLogs: { cloudWatchLogs: { enabled: true, logGroup: brokerLogs.logGroupName } } },
     });
 
+    const bootstrap = this.bootstrapBrokers();
+
+    this.ref = {
+      clusterArn: this.cluster.attrArn,
+      bootstrapBrokers: bootstrap.getResponseField("BootstrapBrokerStringSaslIam"),
+      kind: "provisioned",
+      iamAuth: true,
+      vpc: this.vpc,
+      subnets,
+      securityGroup: sg,
+    };
+  }
+
+  /** Isolated private subnets in one zone per broker, with gateway endpoints and rejected-traffic flow logs. */
+  private isolatedVpc(brokers: number): ec2.Vpc {
+    return new ec2.Vpc(this, "Vpc", {
+      maxAzs: brokers,
+      natGateways: 0,
+      subnetConfiguration: [{ name: "private", subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 }],
+      gatewayEndpoints: {
+        DynamoDb: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB },
+        S3: { service: ec2.GatewayVpcEndpointAwsService.S3 },
+      },
+      flowLogs: {
+        all: {
+          destination: ec2.FlowLogDestination.toCloudWatchLogs(
+            new logs.LogGroup(this, "FlowLogs", {
+              retention: logs.RetentionDays.ONE_WEEK,
+              removalPolicy: RemovalPolicy.DESTROY,
+            }),
+          ),
+          trafficType: ec2.FlowLogTrafficType.REJECT,
+        },
+      },
+    });
+  }
+
+  /** The SASL/IAM bootstrap brokers, read at deploy time. */
+  private bootstrapBrokers(): cr.AwsCustomResource {
     // The bootstrap broker string is not a CloudFormation attribute of AWS::MSK::Cluster.
     const bootstrap = new cr.AwsCustomResource(this, "BootstrapBrokers", {
       onUpdate: {
@@ -118,15 +138,6 @@ export class CreatedMskCluster extends Construct {
         "AWS::Lambda::Function",
       );
     }
-
-    this.ref = {
-      clusterArn: this.cluster.attrArn,
-      bootstrapBrokers: bootstrap.getResponseField("BootstrapBrokerStringSaslIam"),
-      kind: "provisioned",
-      iamAuth: true,
-      vpc: this.vpc,
-      subnets,
-      securityGroup: sg,
-    };
+    return bootstrap;
   }
 }

@@ -355,23 +355,14 @@ export async function startKafkaCluster(options: KafkaClusterOptions = {}): Prom
   }
 }
 
-async function startOnce(
-  dist: KafkaDistribution,
+/** The nodes of a cluster of `count` brokers: one combined node, or a controller and three brokers. */
+function nodeSpecs(
+  ports: ReadonlyArray<number>,
+  count: number,
+  dataDir: string,
+  shape: { replicationFactor: number; minIsr: number },
   options: KafkaClusterOptions,
-  t0: number,
-): Promise<KafkaCluster> {
-  const t1 = performance.now();
-  const count = options.brokers ?? KAFKA_CLUSTER_DEFAULTS.brokers;
-  if (count !== 1 && count !== 3) throw new Error(`brokers must be 1 or 3, got ${count}`);
-  const shape = { replicationFactor: count, minIsr: count === 1 ? 1 : 2 };
-  const timeoutMs = options.startTimeoutMs ?? KAFKA_CLUSTER_DEFAULTS.startTimeoutMs;
-  const ownsDataDir = options.dataDir === undefined;
-  if (ownsDataDir) sweepStaleDataDirs();
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), DATA_DIR_PREFIX));
-  if (ownsDataDir) writeFileSync(join(dataDir, "owner.pid"), String(process.pid));
-  const clusterId = randomClusterId();
-
-  const ports = await freePorts(count + 1);
+): NodeSpec[] {
   const controllerPort = ports[count] as number;
   const specs: Omit<NodeSpec, "properties">[] =
     count === 1
@@ -406,6 +397,26 @@ async function startOnce(
       properties: serverProperties(spec, voters, shape, options.brokerConfig ?? {}),
     }),
   );
+  return nodes;
+}
+
+async function startOnce(
+  dist: KafkaDistribution,
+  options: KafkaClusterOptions,
+  t0: number,
+): Promise<KafkaCluster> {
+  const t1 = performance.now();
+  const count = options.brokers ?? KAFKA_CLUSTER_DEFAULTS.brokers;
+  if (count !== 1 && count !== 3) throw new Error(`brokers must be 1 or 3, got ${count}`);
+  const shape = { replicationFactor: count, minIsr: count === 1 ? 1 : 2 };
+  const timeoutMs = options.startTimeoutMs ?? KAFKA_CLUSTER_DEFAULTS.startTimeoutMs;
+  const ownsDataDir = options.dataDir === undefined;
+  if (ownsDataDir) sweepStaleDataDirs();
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), DATA_DIR_PREFIX));
+  if (ownsDataDir) writeFileSync(join(dataDir, "owner.pid"), String(process.pid));
+  const clusterId = randomClusterId();
+
+  const nodes = nodeSpecs(await freePorts(count + 1), count, dataDir, shape, options);
   for (const node of nodes) {
     mkdirSync(node.dir, { recursive: true });
     writeFileSync(join(node.dir, "server.properties"), node.properties);

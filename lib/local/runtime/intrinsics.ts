@@ -91,24 +91,45 @@ export function resolveString(value: unknown, ctx: ResolveContext, path = "$"): 
   return str(resolveValue(value, ctx, path), "the value", path);
 }
 
+type Resolve = (v: unknown, sub?: string) => unknown;
+
+/** `Fn::GetAtt`: `[id, attribute]` or `"id.attribute"`. */
+function getAtt(arg: unknown, r: Resolve, ctx: ResolveContext, path: string): unknown {
+  const [id, attr] = Array.isArray(arg)
+    ? [str(arg[0], "Fn::GetAtt", path), str(r(arg[1]), "Fn::GetAtt", path)]
+    : (() => {
+        const s = str(arg, "Fn::GetAtt", path);
+        const dot = s.indexOf(".");
+        return [s.slice(0, dot), s.slice(dot + 1)];
+      })();
+  return ctx.getAtt(id, attr);
+}
+
+/** `Fn::Sub`: `${Var}` from its variables, pseudo parameters, `${Id.Attr}`, `${Id}`; `${!Literal}` stays. */
+function substitute(arg: unknown, r: Resolve, ctx: ResolveContext, path: string): string {
+  const [template, vars] = Array.isArray(arg) ? [arg[0], arg[1] ?? {}] : [arg, {}];
+  const t = str(template, "Fn::Sub", path);
+  const resolvedVars = isObject(vars) ? (r(vars) as Record<string, unknown>) : {};
+  return t.replace(/\$\{(!?)([^}]*)\}/g, (_m, bang: string, expr: string) => {
+    if (bang) return `\${${expr}}`; // ${!Literal}
+    if (expr in resolvedVars) return str(resolvedVars[expr], "Fn::Sub variable", path);
+    const pseudo = pseudoParameter(expr, ctx);
+    if (typeof pseudo === "string") return pseudo;
+    const dot = expr.indexOf(".");
+    return dot > 0 ? ctx.getAtt(expr.slice(0, dot), expr.slice(dot + 1)) : ctx.ref(expr);
+  });
+}
+
 function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: string): unknown {
-  const r = (v: unknown, sub = fn) => resolveValue(v, ctx, `${path}.${sub}`);
+  const r: Resolve = (v, sub = fn) => resolveValue(v, ctx, `${path}.${sub}`);
   switch (fn) {
     case "Ref": {
       const name = str(arg, "Ref", path);
       const pseudo = pseudoParameter(name, ctx);
       return pseudo !== undefined ? pseudo : ctx.ref(name);
     }
-    case "Fn::GetAtt": {
-      const [id, attr] = Array.isArray(arg)
-        ? [str(arg[0], "Fn::GetAtt", path), str(r(arg[1]), "Fn::GetAtt", path)]
-        : (() => {
-            const s = str(arg, "Fn::GetAtt", path);
-            const dot = s.indexOf(".");
-            return [s.slice(0, dot), s.slice(dot + 1)];
-          })();
-      return ctx.getAtt(id, attr);
-    }
+    case "Fn::GetAtt":
+      return getAtt(arg, r, ctx, path);
     case "Fn::Join": {
       if (!Array.isArray(arg) || arg.length !== 2) throw new UnresolvableError(`${path}: malformed Fn::Join`);
       const delimiter = str(arg[0], "Fn::Join delimiter", path);
@@ -116,19 +137,8 @@ function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: s
       if (!Array.isArray(list)) throw new UnresolvableError(`${path}: Fn::Join needs a list`);
       return list.map((v) => str(v, "Fn::Join element", path)).join(delimiter);
     }
-    case "Fn::Sub": {
-      const [template, vars] = Array.isArray(arg) ? [arg[0], arg[1] ?? {}] : [arg, {}];
-      const t = str(template, "Fn::Sub", path);
-      const resolvedVars = isObject(vars) ? (r(vars) as Record<string, unknown>) : {};
-      return t.replace(/\$\{(!?)([^}]*)\}/g, (_m, bang: string, expr: string) => {
-        if (bang) return `\${${expr}}`; // ${!Literal}
-        if (expr in resolvedVars) return str(resolvedVars[expr], "Fn::Sub variable", path);
-        const pseudo = pseudoParameter(expr, ctx);
-        if (typeof pseudo === "string") return pseudo;
-        const dot = expr.indexOf(".");
-        return dot > 0 ? ctx.getAtt(expr.slice(0, dot), expr.slice(dot + 1)) : ctx.ref(expr);
-      });
-    }
+    case "Fn::Sub":
+      return substitute(arg, r, ctx, path);
     case "Fn::Select": {
       if (!Array.isArray(arg) || arg.length !== 2)
         throw new UnresolvableError(`${path}: malformed Fn::Select`);
