@@ -146,10 +146,10 @@ function heartbeatWatch<T>(
   invocation: Invocation,
 ): RunWatch<Plan<T>> {
   let heartbeat: VisibilityHeartbeat | undefined;
-  const { dedup, context, started } = invocation;
+  const { dedup, remainingMs, started } = invocation;
   return {
     start(plans) {
-      heartbeat = settle.startHeartbeat(records[0], { dedup, context, started, options });
+      heartbeat = settle.startHeartbeat(records[0], { dedup, remainingMs, started, options });
       for (const p of plans)
         heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
     },

@@ -4,7 +4,7 @@
  * Built per invocation: its queue lookups are the invocation's own.
  */
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
+import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import {
@@ -201,19 +201,19 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     first: SQSRecord | undefined,
     batch: {
       dedup: DedupStore | undefined;
-      context: Context;
+      /** The invocation's remaining time (`openInvocation`'s guarded clock). */
+      remainingMs: () => number;
       started: number;
       options: HeartbeatOptions | false | undefined;
     },
   ): VisibilityHeartbeat | undefined {
     if (batch.options === false || !first) return undefined;
-    const { context } = batch;
     return new VisibilityHeartbeat(
       {
         sqs,
         queue: () => queueOf(first.eventSourceARN),
         dedup: batch.dedup,
-        remainingMs: () => context.getRemainingTimeInMillis(),
+        remainingMs: batch.remainingMs,
         receivedAtMs: batch.started,
         telemetry,
       },
