@@ -14,7 +14,7 @@ import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.t
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
 import { dueDecision, type RetryLadder, type Route, routeFailure, topicRole } from "./retryLadder.ts";
 import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
-import { usesNoAttempt } from "./schemas/errors.ts";
+import { SchemaRegistryUnavailableError, usesNoAttempt } from "./schemas/errors.ts";
 
 export interface KafkaRoutingDeps {
   readonly ladder: RetryLadder;
@@ -90,6 +90,7 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     const kind = classifyError(error);
     telemetry.count(kind === "permanent" ? METRIC.permanentFailures : METRIC.transientFailures);
     if (error instanceof InProgressElsewhereError) telemetry.count(METRIC.inProgressElsewhere);
+    if (error instanceof SchemaRegistryUnavailableError) telemetry.count(METRIC.schemaRegistryUnavailable);
     log("record failed", view, { id: idOf(p), kind, error: describeError(error) });
     if (failureMode === "partial-batch" && kind === "transient") return unfinished(error);
     const baseTopic =

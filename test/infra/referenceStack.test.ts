@@ -488,6 +488,8 @@ describe("alarms and dashboard", () => {
     expect(alarmsOf("OutboxOldestPendingAge")).toHaveLength(1);
     expect(alarmsOf("DuplicatesSuppressed")).toHaveLength(5);
     expect(alarmsOf("OffsetLag")).toHaveLength(1);
+    // Records waiting for an unreachable schema registry are never dead-lettered: only this alarm says so.
+    expect(alarmsOf("SchemaRegistryUnavailable")).toHaveLength(1);
     expect(alarmsOf("Errors")).toHaveLength(5);
     expect(alarmsOf("Throttles")).toHaveLength(5);
     ref.template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
