@@ -80,7 +80,10 @@ describe("Avro with Confluent Schema Registry", () => {
     ]);
     expect(bytes!.toString("hex")).toBe(golden.confluentAvro.hex);
     const decoder = avro({ registry: confluentRegistry({ url: registry.url, auth }) });
-    expect({ ...((await decoder.decode(bytes!)) as object) }).toEqual(golden.confluentAvro.value);
+    const decoded = await decoder.decode(bytes!);
+    expect(decoded).toEqual(golden.confluentAvro.value);
+    // Plain data (issue 26 item 1): a strict schema accepts what Confluent's serializer wrote.
+    expect(z.object({ id: z.string(), amount: z.number() }).strict().parse(decoded)).toEqual(decoded);
   });
 
   it("resolves older and newer writers into the reader's schema (Avro schema resolution)", async () => {
