@@ -468,11 +468,29 @@ export abstract class ConsumerFunctionBase extends Construct {
   private validateKafkaMappings(): string[] {
     const errors: string[] = [];
     const stack = Stack.of(this);
+    const mappedBy = new Map<string, string>();
     for (const c of this.node.findAll()) {
       if (!(c instanceof lambda.CfnEventSourceMapping)) continue;
       // Kafka mappings name topics; SQS, stream and MQ mappings do not.
       const topics = stack.resolve(c.topics) as string[] | undefined;
       if (!topics?.length) continue;
+      // A record's coordinates hold its dedup lease (a crashed invocation's lease is taken over by
+      // the redelivery of the same record), which is sound only while one mapping reads each
+      // partition of a topic for this consumer (its dedup scope).
+      for (const t of topics) {
+        const other = mappedBy.get(t);
+        if (other) {
+          errors.push(
+            new ConsumerRuleError(
+              "KafkaTopicMappedTwice",
+              `topic "${t}" is read by two Kafka mappings of consumer "${this.consumerName}" (${other} and this one): ` +
+                `each record would run in both, and the dedup lease a record's coordinates hold could not tell them ` +
+                `apart. Read each topic with one mapping, or give the second consumer a function (and dedup scope) of its own.`,
+              c.node.path,
+            ).message,
+          );
+        } else mappedBy.set(t, c.node.path);
+      }
       const destination = stack.resolve(c.destinationConfig) as
         | { onFailure?: { destination?: unknown } }
         | undefined;

@@ -44,6 +44,7 @@ export type ConsumerRuleCode =
   | "KafkaDestinationIsSource"
   | "KafkaRetryAttemptsOutOfRange"
   | "KafkaRetriesBelowWaits"
+  | "KafkaTopicMappedTwice"
   | "MskConsumerOutsideVpc"
   | "KafkaProducerOutsideVpc"
   | "RetryLadderInvalid"

@@ -117,6 +117,17 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
 
 type Plan<T> = RecordPlan<KafkaRecordView, T>;
 
+/**
+ * The claim holder of a Kafka record: its coordinates. Lambda gives a partition's records to one
+ * invocation at a time and the same offset again only once that invocation ended, so a lease held
+ * under these coordinates is one a crashed (out of memory, killed, timed-out) invocation left
+ * behind. Taken over at once, the crash happens again under Lambda's eyes, which bisects, counts
+ * and finally dead-letters the record; routed away as "in progress elsewhere" instead, a record
+ * that kills the function would go round the ladder forever, one crash a lease length.
+ */
+const kafkaClaimHolder = (e: Envelope): string | undefined =>
+  e.source.kind === "kafka" ? `${e.source.topic}:${e.source.partition}:${e.source.offset}` : undefined;
+
 /** Creates the per-container state (dedup stores, ladder) once; returns the per-batch function. */
 export function createKafkaBatchProcessor<T>(
   handler: KafkaRecordHandler<T>,
@@ -141,13 +152,10 @@ export function createKafkaBatchProcessor<T>(
     lambdaSignal?: AbortSignal,
   ): Promise<KafkaBatchResponse> {
     const views = readKafkaEvent(event);
-    const {
-      started,
-      consumer,
-      dedup,
-      claims: deps,
-      deadline,
-    } = openInvocation(consumerDeps, context, lambdaSignal);
+    const opened = openInvocation(consumerDeps, context, lambdaSignal);
+    const { started, consumer, dedup, deadline } = opened;
+    // A record's coordinates hold its claim: its redelivery after a crash takes the lease over.
+    const deps = opened.claims && { ...opened.claims, holderOf: kafkaClaimHolder };
     const routing = kafkaRouting({ ...routingDeps, consumer });
     const remaining = () =>
       typeof context.getRemainingTimeInMillis === "function"

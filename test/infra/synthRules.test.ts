@@ -3,7 +3,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { KafkaDlq, ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { AwsSolutionsChecks } from "cdk-nag";
 import type { MskClusterRef } from "reliable-consumers/cdk";
 import { ConsumerFunction, DedupTable, QueueWithDlq } from "reliable-consumers/cdk";
@@ -376,6 +376,27 @@ describe("Kafka mappings: the library decides the fate of every record, Lambda i
         code,
       ).toBe(code);
     }
+  });
+
+  it("refuses a second mapping of one consumer on a topic: a record's coordinates hold its dedup lease", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    const fn = kafkaConsumer(stack, clusterIn(stack));
+    fn.addMskTrigger(clusterIn(stack), ladder);
+    fn.function.addEventSource(
+      new ManagedKafkaEventSource({
+        clusterArn: CONTEXT_DEFAULTS.mskClusterArn,
+        topic: "events",
+        consumerGroupId: "other-group",
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        provisionedPollerConfig: { minimumPollers: 1, maximumPollers: 1 },
+        reportBatchItemFailures: true,
+        bisectBatchOnError: true,
+        retryAttempts: 10,
+        onFailure: new KafkaDlq("events.DLQ"),
+      }),
+    );
+    expect(ruleCodeOf(() => app.synth())).toBe("KafkaTopicMappedTwice");
   });
 
   it("refuses a retry limit a healthy record could use up while it waits for its rung", () => {
