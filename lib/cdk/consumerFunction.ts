@@ -327,7 +327,8 @@ export abstract class ConsumerFunctionBase extends Construct {
       path: this.node.path,
     });
     for (const t of consumed) this.kafkaTopicDelays.set(t.name, t.delaySeconds);
-    const timeoutSeconds = this.timeout.toSeconds();
+    // A timeout that is a token leaves the waits unknown: the default is then the headroom alone.
+    const timeoutSeconds = this.timeout.isUnresolved() ? Number.POSITIVE_INFINITY : this.timeout.toSeconds();
     const group = options.consumerGroupId ?? this.consumerName;
     const groupOf = (topic: string) =>
       topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
@@ -500,7 +501,9 @@ export abstract class ConsumerFunctionBase extends Construct {
       ) as { schemaRegistryConfig?: unknown } | undefined;
       // A topic this function does not know from a ladder waits for nothing (a main topic).
       const delay = Math.max(0, ...topics.map((t) => this.kafkaTopicDelays.get(t) ?? 0));
-      const waits = kafkaWaitHandBacks(delay, this.timeout.toSeconds());
+      const waits = this.timeout.isUnresolved()
+        ? undefined
+        : kafkaWaitHandBacks(delay, this.timeout.toSeconds());
       try {
         checkKafkaMapping({
           topic: topics.join(","),
