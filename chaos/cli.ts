@@ -1,8 +1,8 @@
 /**
  * `npm run chaos`: the reference service under faults, checked on stored data.
  *
- *   npm run chaos                         # every scenario (1-10), default sizes
- *   npm run chaos -- --only 3,5           # some scenarios (6: the bad-input corpus; 7: the relay's mapping gives up)
+ *   npm run chaos                         # every scenario (1-11), default sizes
+ *   npm run chaos -- --only 3,5           # some scenarios (6: the bad-input corpus; 7: the relay's mapping gives up; 11: a record kills its function)
  *   npm run chaos -- --seed 42 --rate 0.1 # reproducible faults, 10 % of requests faulted
  *   npm run chaos -- --small              # smaller runs
  *   npm run chaos -- --only 3 --orders 2000 # scenario 3 at another size (default 5,000; --small 300)
@@ -20,6 +20,7 @@ import { kafkaSubstrateFromArgs } from "../lib/local/emulators.ts";
 import { badInputsThroughService } from "./badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
+import { recordKillsItsFunction } from "./crashScenario.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -43,7 +44,7 @@ const rate = Number(arg("rate") ?? 0.05);
 const kafka = kafkaSubstrateFromArgs(process.argv.slice(2), "real");
 // Every scenario on the real brokers; on the mock, those that do not stop brokers (8-10 do).
 const only = new Set(
-  (arg("only") ?? (kafka === "real" ? "1,2,3,4,5,6,7,8,9,10" : "1,2,3,4,5,6,7"))
+  (arg("only") ?? (kafka === "real" ? "1,2,3,4,5,6,7,8,9,10,11" : "1,2,3,4,5,6,7,11"))
     .split(",")
     .map((s) => s.trim()),
 );
@@ -84,6 +85,7 @@ const plan: Array<[string, Run]> = [
     ),
   ],
   ["10", own((c) => leadersMove(c, { events: small ? 100 : 400 }))],
+  ["11", own((c) => recordKillsItsFunction(c, { orders: small ? 40 : 150, crashers: small ? 1 : 3 }))],
 ];
 // Checked before the emulators start and the app is synthesized.
 const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));

@@ -1,4 +1,5 @@
 import type { Message } from "@aws-sdk/client-sqs";
+import { readLambdaFailureRecord } from "reliable-consumers/dlq";
 import type { ChaosService } from "./chaosService.ts";
 import type { ChargeCall } from "./paymentProvider.ts";
 import { readQueue, readTopic, scanTable, type TopicRecord } from "./storedState.ts";
@@ -15,7 +16,13 @@ export type Expectation =
   /** Poison for the SQS consumer (bad JSON, wrong schema, no id...): parked in the orders DLQ. */
   | { readonly kind: "sqs-poison"; readonly errorType: string }
   /** A valid order the payment provider declines: in the app table, then on the Kafka DLQ. */
-  | { readonly kind: "declined"; readonly orderId: string };
+  | { readonly kind: "declined"; readonly orderId: string }
+  /**
+   * A valid order whose charge kills the payment environment, every time (a record that crashes
+   * its function, as by running out of memory): in the app table, then on the Kafka DLQ, put there
+   * by Lambda's on-failure destination (or by the consumer), never charged.
+   */
+  | { readonly kind: "crasher"; readonly orderId: string };
 
 /**
  * What every scenario reports. A figure a scenario does not measure is `null` ("not measured"),
@@ -153,6 +160,34 @@ function orderIdOf(r: TopicRecord): string | undefined {
   }
 }
 
+/** A dead letter of the DLQ topic, by order id: the consumer's (the record), or Lambda's (its failure document). */
+export interface DeadLetteredOrder {
+  readonly record: TopicRecord;
+  readonly writtenBy: "consumer" | "lambda";
+  /** The record's headers: the DLQ record's, or for Lambda's the original record's inside. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export function deadLetteredOrders(records: readonly TopicRecord[]): Map<string, DeadLetteredOrder> {
+  const out = new Map<string, DeadLetteredOrder>();
+  for (const r of records) {
+    const lambda = readLambdaFailureRecord(r.value === undefined ? null : Buffer.from(r.value));
+    if (!lambda) {
+      const id = orderIdOf(r);
+      if (id) out.set(id, { record: r, writtenBy: "consumer", headers: r.headers });
+      continue;
+    }
+    for (const inner of lambda.records) {
+      const id = orderIdOf({ ...r, value: inner.value?.toString() });
+      const headers = Object.fromEntries(
+        Object.entries(inner.headers).map(([k, v]) => [k, String(Array.isArray(v) ? v[0] : v)]),
+      );
+      if (id) out.set(id, { record: r, writtenBy: "lambda", headers });
+    }
+  }
+  return out;
+}
+
 /**
  * Checks the whole pipeline once it is quiet. `expected` maps each sent message's chaos id to
  * what must have become of it.
@@ -204,11 +239,7 @@ export async function checkPipeline(
     publishedIds.set(id, (publishedIds.get(id) ?? 0) + 1);
   }
   const redeliveredEvents = [...publishedIds.values()].reduce((s, c) => s + c - 1, 0);
-  const deadLettered = new Map<string, TopicRecord>();
-  for (const r of deadLetters) {
-    const id = orderIdOf(r);
-    if (id) deadLettered.set(id, r);
-  }
+  const deadLettered = deadLetteredOrders(deadLetters);
   const charges = new Map<string, ChargeCall[]>();
   for (const c of ledger) charges.set(c.orderId, [...(charges.get(c.orderId) ?? []), c]);
   const parkedByChaosId = new Map<string, Message>();
@@ -265,10 +296,17 @@ export async function checkPipeline(
         misparked.push(`${chaosId}: ${id} on the DLQ topic without its context`);
       continue;
     }
+    if (exp.kind === "crasher") {
+      // It kills its environment before every charge: isolated on the DLQ topic, its partition freed.
+      if (!deadLettered.has(id)) lostIds.push(`${chaosId}:${id} (kills its function; not on the DLQ topic)`);
+      if (charged.length > 0) misparked.push(`${chaosId}: ${id} kills its function, yet was charged`);
+      continue;
+    }
     if (charged.length === 0) {
-      if (deadLettered.has(id))
+      const dl = deadLettered.get(id);
+      if (dl)
         misparked.push(
-          `${chaosId}: good order ${id} on the DLQ topic (${deadLettered.get(id)?.headers["x-last-error"]})`,
+          `${chaosId}: good order ${id} on the DLQ topic (${dl.writtenBy === "lambda" ? "by Lambda's on-failure destination" : dl.headers["x-last-error"]})`,
         );
       else lostIds.push(`${chaosId}:${id} (never charged)`);
       continue;

@@ -32,6 +32,8 @@ export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reas
       reasons.push(`${r.name}: acks=all was not refused with NOT_ENOUGH_REPLICAS with two brokers down`);
     if (typeof f.publishedDuringOutage === "number" && f.publishedDuringOutage > 0)
       reasons.push(`${r.name}: ${f.publishedDuringOutage} records written below min.insync.replicas`);
+    if (typeof f.crashersNotReplayable === "number" && f.crashersNotReplayable > 0)
+      reasons.push(`${r.name}: ${f.crashersNotReplayable} isolated records the dlq tool cannot replay`);
     if (f.aggregatesOutOfOrder !== null && f.aggregatesOutOfOrder > 0)
       reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
   }

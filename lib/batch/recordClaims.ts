@@ -14,6 +14,8 @@ export interface ClaimDeps {
   readonly dedup: DedupStore;
   readonly payloadHashOf: (envelope: Envelope) => string | undefined;
   readonly now: () => number;
+  /** The claim's holder (`ClaimOptions.holder`): Kafka gives the record's coordinates. @default none */
+  readonly holderOf?: (envelope: Envelope) => string | undefined;
 }
 
 /** What a record may do once its claim is in. */
@@ -30,14 +32,17 @@ function claimOf(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimAnswer> {
   if (!plan.decoded.ok) throw new TypeError("only a decoded record can be claimed");
   const envelope = plan.decoded.envelope;
   const payloadHash = deps.payloadHashOf(envelope);
-  return deps.dedup.claim(envelope.id, payloadHash ? { payloadHash } : {}).then(
-    (claim): ClaimAnswer => {
-      if (claim.status === "claimed")
-        plan.lease = { lease: claim.lease, grantedMs: claim.lease.expiresAtMs - deps.now() };
-      return claim;
-    },
-    (error: unknown): ClaimAnswer => ({ status: "error", error }),
-  );
+  const holder = deps.holderOf?.(envelope);
+  return deps.dedup
+    .claim(envelope.id, { ...(payloadHash ? { payloadHash } : {}), ...(holder ? { holder } : {}) })
+    .then(
+      (claim): ClaimAnswer => {
+        if (claim.status === "claimed")
+          plan.lease = { lease: claim.lease, grantedMs: claim.lease.expiresAtMs - deps.now() };
+        return claim;
+      },
+      (error: unknown): ClaimAnswer => ({ status: "error", error }),
+    );
 }
 
 /** Claims every eligible record's key at once; the store coalesces new keys into few requests. */

@@ -2,7 +2,7 @@ import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { KafkaDlq, SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import {
   type BundlingOptions,
   NodejsFunction,
@@ -32,7 +32,11 @@ import {
   checkMskTrigger,
   checkSqsTrigger,
   checkVisibilityTimeout,
+  defaultKafkaRetryAttempts,
   formatSeconds,
+  isKnown,
+  kafkaWaitHandBacks,
+  type ProvisionedPollers,
   type RetryPath,
 } from "./rules.ts";
 
@@ -117,12 +121,36 @@ export interface SqsTriggerOptions {
    * the visibility timeout the queue needs. @default Duration.seconds(0)
    */
   readonly maxBatchingWindow?: Duration;
-  /** Concurrent invocations this trigger may use (2–1000). @default 5 */
+  /**
+   * Concurrent invocations this trigger may use (2–1000). Not with `provisionedPollers` (Lambda
+   * refuses both; the pollers bound the concurrency there).
+   * @default 5, or none with `provisionedPollers`
+   */
   readonly maxConcurrency?: number;
+  /**
+   * Provisioned mode: a minimum of event pollers kept ready and a maximum to scale to
+   * (2 ≤ minimumPollers ≤ 200, minimumPollers ≤ maximumPollers ≤ 10,000; Lambda's
+   * ProvisionedPollerConfig), for traffic that must not wait for Lambda's own scaling. Each poller
+   * is billed while provisioned.
+   * @default - none: Lambda scales the pollers (standard mode), bounded by `maxConcurrency`
+   */
+  readonly provisionedPollers?: ProvisionedPollers;
   /** Also export the queue URL under this variable, e.g. `ORDERS_QUEUE_URL`. @default - none */
   readonly queueUrlEnv?: string;
   /** Also export the DLQ URL under this variable, besides `DLQ_URL`. @default - none */
   readonly dlqUrlEnv?: string;
+}
+
+/** Provisioned mode's pollers of a Kafka trigger. */
+export interface KafkaProvisionedPollers extends ProvisionedPollers {
+  /**
+   * Shares the pollers (Event Poller Units) of every mapping with this name in the cluster's VPC,
+   * to lower the cost of provisioned mode for many quiet topics: 1 to 128 letters, digits, `-` or
+   * `_`; at most 100 mappings per group, their maximum pollers summing to at most 2,000. Every
+   * mapping of the trigger (one per ladder topic) joins the group.
+   * @default - none: each mapping has pollers of its own
+   */
+  readonly pollerGroupName?: string;
 }
 
 /** Options of `ConsumerFunction.addMskTrigger`. */
@@ -136,21 +164,26 @@ export interface MskTriggerOptions {
   /** Where a new consumer group starts. @default lambda.StartingPosition.TRIM_HORIZON */
   readonly startingPosition?: lambda.StartingPosition;
   /**
-   * Provisioned pollers (1 ≤ minimumPollers ≤ 200, minimumPollers ≤ maximumPollers ≤ 2000). Always
-   * on: provisioned mode is what gives an MSK trigger its error handling controls, partial batch
-   * responses (ReportBatchItemFailures) among them, without which Lambda ignores the consumer's
-   * answer and commits records it handed back.
+   * Provisioned mode's pollers, on every mapping of the trigger (1 ≤ minimumPollers ≤ 200,
+   * minimumPollers ≤ maximumPollers ≤ 2,000, an optional `pollerGroupName`). A Kafka trigger is
+   * always in provisioned mode: the consumer's partial batch responses (ReportBatchItemFailures),
+   * bisection, retry limits, the Kafka on-failure destination and the `schemaRegistry`
+   * integration exist only there; without it Lambda would ignore the consumer's answer and commit
+   * the records it handed back.
    * @default { minimumPollers: 1, maximumPollers: 2 }
    */
-  readonly pollers?: { readonly minimumPollers: number; readonly maximumPollers: number };
+  readonly provisionedPollers?: KafkaProvisionedPollers;
   /**
-   * Split a batch in two when the function fails as a whole (crash, timeout), to isolate the record
-   * that crashes it. Every mapping retries without limit and has no on-failure destination: what
-   * Lambda retries is what the consumer reported unfinished (healthy records); real failures go up
-   * the retry ladder or to the dead-letter topic from the consumer, with their context.
-   * @default true
+   * MaximumRetryAttempts of every mapping (0–10,000). Lambda retries a batch whose invocation
+   * crashed (out of memory, a runtime crash, a timeout), bisecting it down to the crashing record,
+   * and the records the consumer handed back unfinished; after this many retries it writes the
+   * record to the dead-letter topic itself (the mapping's `kafka://<topic>.DLQ` on-failure
+   * destination). Each hand-back uses an attempt, and a healthy record on a retry topic is handed
+   * back while it waits to be due, so each mapping needs at least the waits of its rung
+   * (`kafkaWaitHandBacks`: ⌈delay ÷ (timeout − 5 s)⌉) + 1; synth refuses fewer.
+   * @default per mapping, `defaultKafkaRetryAttempts`: those waits + 10
    */
-  readonly bisectBatchOnError?: boolean;
+  readonly retryAttempts?: number;
   /** The mapping's own schema-registry integration (Glue or Confluent); see mskSchemaRegistry.ts. @default none */
   readonly schemaRegistry?: MskSchemaRegistry;
 }
@@ -176,6 +209,8 @@ export abstract class ConsumerFunctionBase extends Construct {
   /** The function's timeout, which the visibility rule is checked against. */
   abstract readonly timeout: Duration;
   private readonly triggerPaths: TriggerPath[] = [];
+  /** Each consumed ladder topic's delay (0 for a main topic), for the Kafka rule's retry budget. */
+  private readonly kafkaTopicDelays = new Map<string, number>();
   private networkingGranted = false;
   private readonly wildcardReasons: string[] = [];
 
@@ -202,12 +237,15 @@ export abstract class ConsumerFunctionBase extends Construct {
   addSqsTrigger(q: QueueWithDlq, options: SqsTriggerOptions = {}): SqsEventSource {
     const window = options.maxBatchingWindow ?? Duration.seconds(0);
     const batchSize = options.batchSize ?? 10;
-    const maxConcurrency = options.maxConcurrency ?? 5;
+    const pollers = options.provisionedPollers;
+    // Lambda takes either: provisioned pollers bound the concurrency themselves.
+    const maxConcurrency = options.maxConcurrency ?? (pollers ? undefined : 5);
     checkSqsTrigger({
       fifo: q.fifo,
       batchSize,
       batchingWindowSeconds: window.toSeconds(),
-      maxConcurrency,
+      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
+      ...(pollers ? { provisionedPollers: pollers } : {}),
       path: this.node.path,
     });
     checkVisibilityTimeout({
@@ -219,13 +257,27 @@ export abstract class ConsumerFunctionBase extends Construct {
       heartbeat: q.visibilityHeartbeat,
       path: this.node.path,
     });
+    // aws-cdk-lib checks SQS maximum pollers against 2,000, an older limit than Lambda's 10,000:
+    // above it the poller config is set on the CloudFormation resource instead.
+    const cdkChecksPollers = pollers && !(isKnown(pollers.maximumPollers) && pollers.maximumPollers > 2000);
     const source = new SqsEventSource(q.queue, {
       batchSize,
       ...(window.isUnresolved() || window.toSeconds() > 0 ? { maxBatchingWindow: window } : {}),
       reportBatchItemFailures: true,
-      maxConcurrency,
+      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
+      ...(pollers && cdkChecksPollers ? { provisionedPollerConfig: pollers } : {}),
     });
     this.function.addEventSource(source);
+    if (pollers && !cdkChecksPollers) {
+      const mapping = this.function.node.children.find(
+        (c): c is lambda.EventSourceMapping =>
+          c instanceof lambda.EventSourceMapping && c.eventSourceMappingId === source.eventSourceMappingId,
+      );
+      (mapping?.node.defaultChild as lambda.CfnEventSourceMapping | undefined)?.addPropertyOverride(
+        "ProvisionedPollerConfig",
+        { MinimumPollers: pollers.minimumPollers, MaximumPollers: pollers.maximumPollers },
+      );
+    }
     q.grantSendToDeadLetterQueue(this.function);
     this.addEnvironment(LAMBDA_ENV.dlqUrl, q.deadLetterQueue.queueUrl);
     if (options.queueUrlEnv) this.addEnvironment(options.queueUrlEnv, q.queue.queueUrl);
@@ -237,11 +289,14 @@ export abstract class ConsumerFunctionBase extends Construct {
   /**
    * Consume a Kafka topic on MSK with its retry ladder: one event source mapping for the main topic
    * and one for each retry topic (each with its own consumer group), all in provisioned mode with
-   * ReportBatchItemFailures, unlimited retries and no on-failure destination (bisect on the main
-   * topic). Lambda then never drops or dead-letters a record the consumer handed back unfinished;
-   * the consumer itself moves failures up the ladder and dead-letters them with context. Synth
-   * fails on any Kafka mapping of this function that breaks this (`KafkaMapping*` rule codes).
-   * Grants read on the consumed topics, write on the retry and dead-letter topics, and exports
+   * ReportBatchItemFailures. The consumer moves failures up the ladder and dead-letters them with
+   * their context. What no consumer can route (a record that crashes the function: out of memory,
+   * a runtime crash, a timeout) Lambda handles on every rung: it bisects the batch down to that
+   * record, retries it `retryAttempts` times and writes it to the dead-letter topic
+   * (`kafka://<topic>.DLQ`), so it neither blocks its partition nor is dropped. Synth fails on any
+   * Kafka mapping of this function that breaks this (`Kafka*` rule codes).
+   * Grants read on the consumed topics, write on the retry and dead-letter topics (the consumer's
+   * producer and Lambda's on-failure destination both write with the function's role), and exports
    * `KAFKA_BROKERS`, `KAFKA_TOPIC`, `KAFKA_RETRY_LADDER`, `MSK_IAM_AUTH`.
    */
   addMskTrigger(
@@ -257,18 +312,25 @@ export abstract class ConsumerFunctionBase extends Construct {
         this.node.path,
       );
     }
-    const pollers = options.pollers ?? { minimumPollers: 1, maximumPollers: 2 };
+    const pollers = options.provisionedPollers ?? { minimumPollers: 1, maximumPollers: 2 };
     const batchSize = options.batchSize ?? 100;
     const window = options.maxBatchingWindow ?? Duration.seconds(1);
+    const topics = ladderTopics(ladder);
+    const consumed = topics.filter((t) => t.role !== "dead-letter");
+    const deadLetter = topics.find((t) => t.role === "dead-letter")!.name;
     checkMskTrigger({
       batchSize,
       batchingWindowSeconds: window.toSeconds(),
       minimumPollers: pollers.minimumPollers,
       maximumPollers: pollers.maximumPollers,
+      ...(pollers.pollerGroupName !== undefined
+        ? { pollerGroupName: pollers.pollerGroupName, mappingsInGroup: consumed.length }
+        : {}),
       path: this.node.path,
     });
-    const topics = ladderTopics(ladder);
-    const consumed = topics.filter((t) => t.role !== "dead-letter");
+    for (const t of consumed) this.kafkaTopicDelays.set(t.name, t.delaySeconds);
+    // A timeout that is a token leaves the waits unknown: the default is then the headroom alone.
+    const timeoutSeconds = this.timeout.isUnresolved() ? Number.POSITIVE_INFINITY : this.timeout.toSeconds();
     const group = options.consumerGroupId ?? this.consumerName;
     const groupOf = (topic: string) =>
       topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
@@ -288,16 +350,18 @@ export abstract class ConsumerFunctionBase extends Construct {
           maxBatchingWindow: window,
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
-          // -1 and no on-failure destination: what Lambda retries is what the consumer reported
-          // unfinished (out of time, lease lost, a retry produce that failed, not due yet on a retry
-          // topic), and those records are healthy. With a limit Lambda would drop them, or send them
-          // to a destination in its own format without x-original-topic (and with a destination it
-          // caps retries at 10 anyway). A record that crashes the function every time blocks its
-          // partition; the Errors and OffsetLag alarms say so.
           // Every mapping: retry topics carry the original bytes and framing.
           ...(registry ? { schemaRegistryConfig: registry.config } : {}),
-          retryAttempts: -1,
-          ...(t.role === "main" ? { bisectBatchOnError: options.bisectBatchOnError ?? true } : {}),
+          // A record that crashes the function (out of memory, a runtime crash, a timeout) is no
+          // error the consumer can route. On every rung Lambda bisects to it, retries it a finite
+          // number of times and writes it to the dead-letter topic itself, with its bytes (Lambda's
+          // failure metadata around them, which `npm run dlq` reads): nothing blocks, nothing is
+          // dropped. The limit also counts the consumer's hand-backs (a record not due yet, not
+          // started for time, a retry produce that failed), so it leaves room for the waits of the
+          // rung (`defaultKafkaRetryAttempts`); no maximum record age, since waiting is no failure.
+          bisectBatchOnError: true,
+          retryAttempts: options.retryAttempts ?? defaultKafkaRetryAttempts(t.delaySeconds, timeoutSeconds),
+          onFailure: new KafkaDlq(deadLetter),
         }),
     );
     MskGrants.eventSourceMapping(this.function, cluster);
@@ -308,6 +372,8 @@ export abstract class ConsumerFunctionBase extends Construct {
       consumed.map((t) => t.name),
       consumed.map((t) => groupOf(t.name)),
     );
+    // The retry and dead-letter topics: the consumer's producer writes both, and Lambda writes the
+    // on-failure destination's records (the dead-letter topic) with the function's role too.
     MskGrants.produce(
       this.function,
       this,
@@ -410,20 +476,51 @@ export abstract class ConsumerFunctionBase extends Construct {
   private validateKafkaMappings(): string[] {
     const errors: string[] = [];
     const stack = Stack.of(this);
+    const mappedBy = new Map<string, string>();
     for (const c of this.node.findAll()) {
       if (!(c instanceof lambda.CfnEventSourceMapping)) continue;
       // Kafka mappings name topics; SQS, stream and MQ mappings do not.
       const topics = stack.resolve(c.topics) as string[] | undefined;
       if (!topics?.length) continue;
+      // A record's coordinates hold its dedup lease (a crashed invocation's lease is taken over by
+      // the redelivery of the same record), which is sound only while one mapping reads each
+      // partition of a topic for this consumer (its dedup scope).
+      for (const t of topics) {
+        const other = mappedBy.get(t);
+        if (other) {
+          errors.push(
+            new ConsumerRuleError(
+              "KafkaTopicMappedTwice",
+              `topic "${t}" is read by two Kafka mappings of consumer "${this.consumerName}" (${other} and this one): ` +
+                `each record would run in both, and the dedup lease a record's coordinates hold could not tell them ` +
+                `apart. Read each topic with one mapping, or give the second consumer a function (and dedup scope) of its own.`,
+              c.node.path,
+            ).message,
+          );
+        } else mappedBy.set(t, c.node.path);
+      }
       const destination = stack.resolve(c.destinationConfig) as
         | { onFailure?: { destination?: unknown } }
         | undefined;
       const responseTypes = (stack.resolve(c.functionResponseTypes) as string[] | undefined) ?? [];
+      const kafkaConfig = stack.resolve(
+        c.amazonManagedKafkaEventSourceConfig ?? c.selfManagedKafkaEventSourceConfig,
+      ) as { schemaRegistryConfig?: unknown } | undefined;
+      // A topic this function does not know from a ladder waits for nothing (a main topic).
+      const delay = Math.max(0, ...topics.map((t) => this.kafkaTopicDelays.get(t) ?? 0));
+      const waits = this.timeout.isUnresolved()
+        ? undefined
+        : kafkaWaitHandBacks(delay, this.timeout.toSeconds());
       try {
         checkKafkaMapping({
           topic: topics.join(","),
+          topics,
           provisioned: c.provisionedPollerConfig !== undefined,
           reportBatchItemFailures: responseTypes.includes("ReportBatchItemFailures"),
+          schemaRegistry: kafkaConfig?.schemaRegistryConfig !== undefined,
+          bisect: stack.resolve(c.bisectBatchOnFunctionError) === true,
+          ...(c.batchSize !== undefined ? { batchSize: c.batchSize } : {}),
+          ...(waits !== undefined ? { minimumRetryAttempts: waits + 1 } : {}),
           ...(c.maximumRetryAttempts !== undefined ? { retryAttempts: c.maximumRetryAttempts } : {}),
           ...(c.maximumRecordAgeInSeconds !== undefined
             ? { maxRecordAgeSeconds: c.maximumRecordAgeInSeconds }

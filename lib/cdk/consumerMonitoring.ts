@@ -193,7 +193,12 @@ export class ConsumerMonitoring extends Construct {
     );
   }
 
-  /** Kafka consumer lag (Lambda's OffsetLag for MSK event sources), in records (≥ 1). @default maxLag 10,000 */
+  /**
+   * Kafka consumer lag (Lambda's OffsetLag for MSK event sources), in records (≥ 1), and records
+   * held back because their schema registry could not answer (`SchemaRegistryUnavailable`): such
+   * records go round the retry ladder without using an attempt, never to the dead-letter topic, so
+   * only this alarm tells someone that the registry is down or misconfigured. @default maxLag 10,000
+   */
   monitorKafkaLag(consumer: ConsumerFunctionBase, maxLag = 10_000): void {
     const name = consumer.consumerName;
     const lag = new cloudwatch.Metric({
@@ -212,8 +217,24 @@ export class ConsumerMonitoring extends Construct {
       datapointsToAlarm: 8,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    const registryDown = this.custom(name, METRIC.schemaRegistryUnavailable, "Sum");
+    this.alarm(`${name}SchemaRegistryUnavailable`, {
+      alarmDescription:
+        `${name}: records wait because the schema registry cannot answer (unreachable, access denied, ` +
+        "or a URL / registry name that does not exist). They are retried, never dead-lettered: fix the registry or its configuration.",
+      metric: registryDown,
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     this.dashboard.addWidgets(
-      new cloudwatch.GraphWidget({ title: `${name}: Kafka OffsetLag`, left: [lag], width: 24 }),
+      new cloudwatch.GraphWidget({ title: `${name}: Kafka OffsetLag`, left: [lag], width: 12 }),
+      new cloudwatch.GraphWidget({
+        title: `${name}: records waiting for the schema registry`,
+        left: [registryDown],
+        width: 12,
+      }),
     );
   }
 

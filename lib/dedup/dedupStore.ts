@@ -51,12 +51,27 @@ export type ClaimResult =
   | { readonly status: "duplicate"; readonly result: string | undefined }
   | { readonly status: "in-progress"; readonly leaseExpiresAtMs: number };
 
+export interface ClaimOptions {
+  readonly payloadHash?: string;
+  /**
+   * Who claims, when a second claim by the same holder can only come after the first one's
+   * invocation ended: a Kafka record's `topic:partition:offset` (Lambda hands a partition's records
+   * to one invocation at a time, and the same offset again only after that invocation returned,
+   * crashed or timed out). A claim finds the key IN_PROGRESS under its own holder only when that
+   * invocation died holding it (out of memory, a runtime crash, a timeout): it takes the lease over
+   * at once instead of waiting it out, so Lambda's retries see the crash again (and bisect, count
+   * and dead-letter it) instead of the record being routed away as "in progress elsewhere".
+   * @default - none: an unexpired lease is always someone else's
+   */
+  readonly holder?: string;
+}
+
 /** Fenced dedup leases on DynamoDB, scoped by consumer + key: claim, renew, complete, release. */
 export interface DedupStore {
   readonly scope: string;
   readonly tableName: string;
   /** One conditional write. Throws KeyReuseError when the key was seen with another payload hash. */
-  claim(key: string, options?: { payloadHash?: string }): Promise<ClaimResult>;
+  claim(key: string, options?: ClaimOptions): Promise<ClaimResult>;
   /** Fenced; grouped with other completions. Rejects with LeaseLostError if the lease was taken over. */
   complete(lease: Lease, result?: string): Promise<void>;
   /** Fenced delete, so a retry can claim at once. A lost lease is not an error here. */
@@ -120,27 +135,30 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
    */
   async function claimOnce(
     key: string,
-    payloadHash: string | undefined,
+    { payloadHash, holder }: ClaimOptions,
     mine?: { token: string; expiresAtMs: number },
   ): Promise<ClaimResult | "retry"> {
     const t = now();
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
-    // Claimable when absent, past its TTL (TTL deletion lags by days), or IN_PROGRESS with an expired
-    // lease. UpdateItem rather than PutItem: same single conditional write, and it can count attempts.
+    // Claimable when absent, past its TTL (TTL deletion lags by days), IN_PROGRESS with an expired
+    // lease, or IN_PROGRESS under this very holder (its invocation died holding it; `ClaimOptions`).
+    // UpdateItem rather than PutItem: same single conditional write, and it can count attempts.
     const hashGuard = payloadHash ? " AND (attribute_not_exists(#hash) OR #hash = :hash)" : "";
+    const sameHolder = holder ? ` OR (#status = :inProgress AND #holder = :holder${hashGuard})` : "";
     try {
       const out = await client.send(
         new UpdateItemCommand({
           TableName: tableName,
           Key: keyOf(key),
-          UpdateExpression: `SET #status = :inProgress, #token = :token, #lease = :lease, #exp = :exp, #attempts = if_not_exists(#attempts, :zero) + :one${payloadHash ? ", #hash = :hash" : ""} REMOVE #result`,
-          ConditionExpression: `attribute_not_exists(#pk) OR #exp < :nowSec OR (#status = :inProgress AND #lease < :nowMs${hashGuard})`,
+          UpdateExpression: `SET #status = :inProgress, #token = :token, #lease = :lease, #exp = :exp, #attempts = if_not_exists(#attempts, :zero) + :one${payloadHash ? ", #hash = :hash" : ""}${holder ? ", #holder = :holder" : ""} REMOVE #result${holder ? "" : ", #holder"}`,
+          ConditionExpression: `attribute_not_exists(#pk) OR #exp < :nowSec OR (#status = :inProgress AND #lease < :nowMs${hashGuard})${sameHolder}`,
           ExpressionAttributeNames: {
             ...names,
             "#pk": A.pk,
             "#attempts": A.attempts,
             "#result": A.result,
+            "#holder": A.holder,
             ...(payloadHash ? { "#hash": A.payloadHash } : {}),
           },
           ExpressionAttributeValues: {
@@ -153,6 +171,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
             ":nowSec": n(Math.floor(t / 1000)),
             ":nowMs": n(t),
             ...(payloadHash ? { ":hash": s(payloadHash) } : {}),
+            ...(holder ? { ":holder": s(holder) } : {}),
           },
           ReturnValues: "UPDATED_NEW",
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
@@ -183,21 +202,23 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
   /** The common case, a key never seen: a PartiQL INSERT coalesced with other claims. */
   async function insertClaim(
     key: string,
-    payloadHash: string | undefined,
+    { payloadHash, holder }: ClaimOptions,
   ): Promise<ClaimResult | { fallback: { token: string; expiresAtMs: number } }> {
     const t = now();
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
     const hashField = payloadHash ? `, '${A.payloadHash}': ?` : "";
+    const holderField = holder ? `, '${A.holder}': ?` : "";
     const r = await claims.execute({
       item: dedupPk(scope, key),
-      statement: `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}}`,
+      statement: `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}${holderField}}`,
       parameters: [
         s(dedupPk(scope, key)),
         s(token),
         n(expiresAtMs),
         n(Math.floor(t / 1000) + windowSeconds),
         ...(payloadHash ? [s(payloadHash)] : []),
+        ...(holder ? [s(holder)] : []),
       ],
     });
     if (r.ok) return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1 } };
@@ -205,17 +226,17 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     return { fallback: { token, expiresAtMs } };
   }
 
-  async function claimFromTable(key: string, payloadHash: string | undefined): Promise<ClaimResult> {
+  async function claimFromTable(key: string, options: ClaimOptions): Promise<ClaimResult> {
     let mine: { token: string; expiresAtMs: number } | undefined;
     if (claimBatchSize > 1) {
-      const inserted = await insertClaim(key, payloadHash);
+      const inserted = await insertClaim(key, options);
       if (!("fallback" in inserted)) return inserted;
       mine = inserted.fallback;
     }
     // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
-    const first = await claimOnce(key, payloadHash, mine);
+    const first = await claimOnce(key, options, mine);
     if (first !== "retry") return first;
-    const second = await claimOnce(key, payloadHash);
+    const second = await claimOnce(key, options);
     if (second !== "retry") return second;
     return { status: "in-progress", leaseExpiresAtMs: now() };
   }
@@ -233,7 +254,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     scope,
     tableName,
 
-    claim: (key, claimOptions = {}) => local.claim(key, () => claimFromTable(key, claimOptions.payloadHash)),
+    claim: (key, claimOptions = {}) => local.claim(key, () => claimFromTable(key, claimOptions)),
 
     complete(lease, result) {
       // PartiQL so completions can be grouped; the WHERE clause is the fence (a missing item fails too).

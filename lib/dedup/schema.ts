@@ -14,6 +14,8 @@ export const DEDUP_ATTR = {
   payloadHash: "payloadHash",
   result: "result",
   attempts: "attempts",
+  /** Who holds the lease (a Kafka record's coordinates), when the claimant gave it. */
+  holder: "holder",
 } as const;
 
 export const DEDUP_PARTITION_KEY = DEDUP_ATTR.pk;

@@ -11,7 +11,13 @@ export {
   type ReplayResult,
   readTopicToEnd,
   replayKafkaDeadLetters,
+  toDeadLetters,
 } from "./kafkaDeadLetters.ts";
+export {
+  type LambdaFailedRecord,
+  type LambdaFailureRecord,
+  readLambdaFailureRecord,
+} from "./lambdaFailureRecord.ts";
 export { replayMessage } from "./replayMessage.ts";
 export {
   inspectSqsDeadLetters,

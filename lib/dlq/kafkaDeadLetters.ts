@@ -14,9 +14,9 @@ import {
   matchesFilter,
   summarise,
 } from "./filters.ts";
+import { lambdaFailureError, readLambdaFailureRecord } from "./lambdaFailureRecord.ts";
 import { replayMessage } from "./replayMessage.ts";
 
-/** A record of a dead-letter topic, with its context decoded. */
 export { replayMessage };
 
 /** A record of a Kafka dead-letter topic, with its failure context. */
@@ -24,34 +24,70 @@ export interface KafkaDeadLetter {
   readonly topic: string;
   readonly partition: number;
   readonly offset: string;
+  /**
+   * Who wrote it: the consumer (the record with its `x-*` context headers), or Lambda's on-failure
+   * destination (a record Lambda gave up on, inside its failure document; see lambdaFailureRecord.ts).
+   */
+  readonly writtenBy: "consumer" | "lambda";
+  /** The record's place in Lambda's failure document (0 for the consumer's letters). */
+  readonly index: number;
   /** When it was dead-lettered (the DLQ record's timestamp). */
   readonly deadLetteredAtMs: number;
   readonly errorType: string;
   readonly lastError: string | undefined;
   readonly originalTopic: string | undefined;
   readonly messageId: string | undefined;
+  /** The record to replay: the DLQ record itself, or the one Lambda wrote inside its document. */
   readonly message: KafkaMessage;
 }
 
-const header = (m: KafkaMessage, name: string): string | undefined => {
+const header = (m: Pick<KafkaMessage, "headers">, name: string): string | undefined => {
   const v = m.headers?.[name];
   const one = Array.isArray(v) ? v[v.length - 1] : v;
   return one === undefined ? undefined : one.toString();
 };
 
-function toDeadLetter(topic: string, partition: number, message: KafkaMessage): KafkaDeadLetter {
-  const lastError = header(message, CONTEXT_HEADERS.lastError);
-  return {
-    topic,
-    partition,
-    offset: message.offset,
-    deadLetteredAtMs: Number(message.timestamp),
-    errorType: errorTypeOf(lastError),
-    lastError,
-    originalTopic: header(message, CONTEXT_HEADERS.originalTopic),
-    messageId: header(message, CONTEXT_HEADERS.messageId),
-    message,
-  };
+/** One DLQ record → its dead letters: itself, or each record inside Lambda's failure document. */
+export function toDeadLetters(topic: string, partition: number, message: KafkaMessage): KafkaDeadLetter[] {
+  const at = { topic, partition, offset: message.offset, deadLetteredAtMs: Number(message.timestamp) };
+  const lambda = readLambdaFailureRecord(message.value);
+  if (!lambda) {
+    const lastError = header(message, CONTEXT_HEADERS.lastError);
+    return [
+      {
+        ...at,
+        writtenBy: "consumer",
+        index: 0,
+        errorType: errorTypeOf(lastError),
+        lastError,
+        originalTopic: header(message, CONTEXT_HEADERS.originalTopic),
+        messageId: header(message, CONTEXT_HEADERS.messageId),
+        message,
+      },
+    ];
+  }
+  return lambda.records.map((r, index) => {
+    const lastError = lambdaFailureError(lambda, r);
+    // kafkajs's KafkaMessage type is a union of wire entries; only these fields are read.
+    const original = {
+      key: r.key,
+      value: r.value,
+      headers: r.headers,
+      timestamp: r.timestamp,
+      offset: r.offset,
+      attributes: 0,
+    } as unknown as KafkaMessage;
+    return {
+      ...at,
+      writtenBy: "lambda" as const,
+      index,
+      errorType: errorTypeOf(lastError),
+      lastError,
+      originalTopic: header(original, CONTEXT_HEADERS.originalTopic),
+      messageId: header(original, CONTEXT_HEADERS.messageId) ?? header(original, "message-id"),
+      message: original,
+    };
+  });
 }
 
 /** Options for reading a Kafka dead-letter topic. */
@@ -120,7 +156,7 @@ export async function readTopicToEnd(
             if (end === undefined) return;
             armIdle();
             const mine = batch.messages.filter((m) => BigInt(m.offset) < end);
-            if (mine.length > 0) await onBatch(mine.map((m) => toDeadLetter(topic, batch.partition, m)));
+            if (mine.length > 0) await onBatch(mine.flatMap((m) => toDeadLetters(topic, batch.partition, m)));
             await heartbeat();
             const last = mine[mine.length - 1];
             if (last && BigInt(last.offset) + 1n >= end) ends.delete(batch.partition);
@@ -282,7 +318,10 @@ export async function replayKafkaDeadLetters(
         }
         let lease: Lease | undefined;
         if (ledger) {
-          const claim = await ledger.claim(`${letter.partition}:${letter.offset}`);
+          // One ledger entry per record: a Lambda document may hold several.
+          const claim = await ledger.claim(
+            `${letter.partition}:${letter.offset}${letter.index > 0 ? `#${letter.index}` : ""}`,
+          );
           if (claim.status !== "claimed") {
             alreadyReplayed++;
             progress.skipped++;

@@ -10,6 +10,7 @@ import {
   runBatch,
 } from "../batch/runBatch.ts";
 import { withDefaults } from "../core/defaults.ts";
+import type { Envelope } from "../core/envelope.ts";
 import type { DuplicateHandler, IdempotencyOptions, IdempotencySetting } from "../dedup/idempotency.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
@@ -111,6 +112,17 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
 
 type Plan<T> = RecordPlan<KafkaRecordView, T, KafkaEnvelope<T>>;
 
+/**
+ * The claim holder of a Kafka record: its coordinates. Lambda gives a partition's records to one
+ * invocation at a time and the same offset again only once that invocation ended, so a lease held
+ * under these coordinates is one a crashed (out of memory, killed, timed-out) invocation left
+ * behind. Taken over at once, the crash happens again under Lambda's eyes, which bisects, counts
+ * and finally dead-letters the record; routed away as "in progress elsewhere" instead, a record
+ * that kills the function would go round the ladder forever, one crash a lease length.
+ */
+const kafkaClaimHolder = (e: Envelope): string | undefined =>
+  e.source.kind === "kafka" ? `${e.source.topic}:${e.source.partition}:${e.source.offset}` : undefined;
+
 /** Creates the per-container state (dedup stores, ladder) once; returns the per-batch function. */
 export function createKafkaBatchProcessor<T>(
   handler: KafkaRecordHandler<T>,
@@ -139,7 +151,11 @@ export function createKafkaBatchProcessor<T>(
     lambdaSignal?: AbortSignal,
   ): Promise<KafkaBatchResponse> {
     const views = readKafkaEvent(event);
-    const invocation = batch.open(context, lambdaSignal);
+    const opened = batch.open(context, lambdaSignal);
+    // A record's coordinates hold its claim: its redelivery after a crash takes the lease over.
+    const invocation = opened.claims
+      ? { ...opened, claims: { ...opened.claims, holderOf: kafkaClaimHolder } }
+      : opened;
     const routing = kafkaRouting({ ...routingDeps, consumer: invocation.consumer });
     const adapter: BatchAdapter<KafkaRecordView, T, KafkaEnvelope<T>, KafkaBatchResponse> = {
       decode: (v) => toKafkaEnvelope(v, options),

@@ -14,7 +14,7 @@ import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.t
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
 import { dueDecision, type RetryLadder, type Route, routeFailure, topicRole } from "./retryLadder.ts";
 import { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
-import { usesNoAttempt } from "./schemas/errors.ts";
+import { SchemaRegistryUnavailableError, usesNoAttempt } from "./schemas/errors.ts";
 
 export interface KafkaRoutingDeps {
   readonly ladder: RetryLadder;
@@ -109,6 +109,7 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     const kind = classifyError(error);
     telemetry.count(kind === "permanent" ? METRIC.permanentFailures : METRIC.transientFailures);
     if (error instanceof InProgressElsewhereError) telemetry.count(METRIC.inProgressElsewhere);
+    if (error instanceof SchemaRegistryUnavailableError) telemetry.count(METRIC.schemaRegistryUnavailable);
     log("record failed", view, { id: idOf(p), kind, error: describeError(error) });
     if (failureMode === "partial-batch" && kind === "transient") return unfinished(error);
     const baseTopic =
@@ -190,8 +191,17 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
       ...(deps.maxDueWaitMs !== undefined ? { maxWaitMs: deps.maxDueWaitMs } : {}),
     });
     if (due.kind === "not-yet") {
+      // Each hand-back uses one of the mapping's finite retry attempts (and once they are gone,
+      // Lambda sends the record to the dead-letter topic), so first wait all this invocation may:
+      // a record of a rung of d is then handed back at most ⌈d ÷ (timeout − margin)⌉ times, what
+      // the construct sizes MaximumRetryAttempts for (`kafkaWaitHandBacks` in lib/cdk/rules.ts).
+      const budget = Math.min(
+        remainingMs() - deps.timeMarginMs,
+        deps.maxDueWaitMs ?? Number.POSITIVE_INFINITY,
+      );
+      if (budget > 0) await deps.sleep(budget);
       telemetry.count(METRIC.kafkaNotYetDue);
-      return unfinished(new NotYetDueError(`not due for another ${role.delayMs} ms at most`));
+      return unfinished(new NotYetDueError(`not due for another ${due.dueAtMs - deps.now()} ms`));
     }
     if (due.kind === "wait") await deps.sleep(due.waitMs);
     return undefined;

@@ -62,6 +62,11 @@ export const METRIC = {
   kafkaFollowedKey: "KafkaFollowedKeyToRetry",
   /** Kafka records reported in the partial batch response (redelivered from there). */
   kafkaReportedUnfinished: "KafkaReportedUnfinished",
+  /**
+   * Records held back because their schema registry could not answer (unreachable, 5xx, access
+   * denied, a URL or registry name that does not exist): never dead-lettered for it, so alarmed.
+   */
+  schemaRegistryUnavailable: "SchemaRegistryUnavailable",
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

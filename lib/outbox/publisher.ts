@@ -17,8 +17,10 @@ import { encodeForKafka, hasSchemaHeader } from "./schemaFraming.ts";
 /**
  * Publishes outbox events to their destinations, shared by the stream relay and the sweeper.
  *
- * - **Kafka**: one produce request per call for every topic (the shared producer: acks = all, one
- *   request in flight, so a retry never overtakes a later record). Key = aggregate id, so an
+ * - **Kafka**: one produce request per call for every topic (the shared producer: acks = all,
+ *   idempotent with up to 5 requests in flight, so the broker drops a retried batch it already
+ *   wrote and refuses one that would skip a sequence: a retry never duplicates or overtakes a later
+ *   record; on a cluster without the idempotent producer, one request in flight). Key = aggregate id, so an
  *   aggregate's events share a partition and keep their order. Headers: `message-id` (the event
  *   id), `event-type`, `aggregate-type`, `aggregate-id`, `traceparent`, `schema-version`, … A
  *   request the cluster rejects for good (MESSAGE_TOO_LARGE, …) is retried record by record to

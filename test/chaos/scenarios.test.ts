@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { badInputsThroughService } from "../../chaos/badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "../../chaos/brokerScenarios.ts";
 import { disposeChaosApp, synthesizeChaosApp } from "../../chaos/chaosService.ts";
+import { recordKillsItsFunction } from "../../chaos/crashScenario.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -19,7 +20,8 @@ import { type KafkaCluster, startKafkaCluster } from "../../lib/local/kafkaClust
  * The chaos scenarios of `npm run chaos`, small: the reference stack's chaos variant synthesized
  * once, each scenario on the local runtime against the shared emulators (scenario 1 kills and
  * restarts a DynamoDB Local of its own) and a real 3-broker Kafka cluster of this file's own (RF 3,
- * min.insync.replicas 2), whose brokers scenarios 4, 8, 9 and 10 stop and re-lead. Each asserts the run's contract on what was stored:
+ * min.insync.replicas 2), whose brokers scenarios 4, 8, 9 and 10 stop and re-lead; scenario 11
+ * kills the payment environment whenever one record is charged. Each asserts the run's contract on what was stored:
  * nothing lost, no duplicate effect on the transactional path, every repeated charge explained by
  * an injected crash, nothing half-applied, aggregates in order, every bad input parked with its
  * typed error. Bounded: ~5 minutes in all.
@@ -141,5 +143,15 @@ describe.sequential("chaos scenarios (small)", () => {
     const r = await leadersMove(ctx, { events: 80 });
     expectContract(r);
     expect(r.figures.leaderMoves).toBeGreaterThan(0);
+  });
+
+  it("11. a record kills its function on every charge: Lambda isolates it to the DLQ topic, its partition goes on", {
+    timeout: 240_000,
+  }, async () => {
+    const r = await recordKillsItsFunction(ctx, { orders: 30, crashers: 1 });
+    expectContract(r);
+    expect(r.figures.crashersOnDlqByLambda).toBe(1);
+    expect(r.figures.crashersNotReplayable).toBe(0);
+    expect(r.figures.settled).toBe(true);
   });
 });

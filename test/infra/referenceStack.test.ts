@@ -408,14 +408,25 @@ describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
         ProvisionedPollerConfig: { MinimumPollers: 1, MaximumPollers: 2 },
       });
       expect(m.DependsOn?.some((d: string) => d.startsWith("Topics"))).toBe(true);
-      // What Lambda retries is what the consumer handed back unfinished (healthy records): never
-      // given up on, never dead-lettered in Lambda's own format. Real failures leave through the library.
-      expect(m.Properties.MaximumRetryAttempts).toBe(-1);
+      // A record that crashes the function is bisected out and, after a finite number of retries,
+      // written by Lambda to the DLQ topic, on every rung; no record age limit (waiting is no failure).
+      expect(m.Properties.BisectBatchOnFunctionError).toBe(true);
+      expect(m.Properties.DestinationConfig).toEqual({
+        OnFailure: { Destination: "kafka://order-events.DLQ" },
+      });
       expect(m.Properties.MaximumRecordAgeInSeconds).toBeUndefined();
-      expect(m.Properties.DestinationConfig).toBeUndefined();
-      if (m.Properties.Topics[0] === "order-events")
-        expect(m.Properties.BisectBatchOnFunctionError).toBe(true);
     }
+    // The limit leaves room for the waits of each rung (60 s function: ≤ 55 s of waiting per invocation).
+    expect(
+      Object.fromEntries(
+        mappings.map(([, m]) => [m.Properties.Topics[0], m.Properties.MaximumRetryAttempts]),
+      ),
+    ).toEqual({
+      "order-events": 10,
+      "order-events.retry.5s": 11,
+      "order-events.retry.1m": 12,
+      "order-events.retry.10m": 21,
+    });
     const env = payment.Properties.Environment.Variables;
     expect(env[LAMBDA_ENV.kafkaTopic]).toBe("order-events");
     expect(env[LAMBDA_ENV.mskIamAuth]).toBe("true");
@@ -490,6 +501,8 @@ describe("alarms and dashboard", () => {
     expect(alarmsOf("OutboxOldestPendingAge")).toHaveLength(1);
     expect(alarmsOf("DuplicatesSuppressed")).toHaveLength(5);
     expect(alarmsOf("OffsetLag")).toHaveLength(1);
+    // Records waiting for an unreachable schema registry are never dead-lettered: only this alarm says so.
+    expect(alarmsOf("SchemaRegistryUnavailable")).toHaveLength(1);
     expect(alarmsOf("Errors")).toHaveLength(5);
     expect(alarmsOf("Throttles")).toHaveLength(5);
     ref.template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);

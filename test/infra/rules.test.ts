@@ -9,9 +9,11 @@ import {
   checkSqsTrigger,
   checkVisibilityTimeout,
   deadLetterTopicName,
+  defaultKafkaRetryAttempts,
   delayLabel,
   encodeTopicConfigs,
   kafkaRetryPathSeconds,
+  kafkaWaitHandBacks,
   ladderRetryPathSeconds,
   ladderRuntimeConfig,
   ladderTopics,
@@ -172,6 +174,46 @@ describe("trigger limits", () => {
     expect(ruleCodeOf(() => checkMskTrigger({ ...ok, minimumPollers: 0 }))).toBe("MskPollersOutOfRange");
     expect(ruleCodeOf(() => checkMskTrigger({ ...ok, minimumPollers: 3 }))).toBe("MskPollersOutOfRange");
     expect(ruleCodeOf(() => checkMskTrigger({ ...ok, batchSize: 0 }))).toBe("MskBatchSizeOutOfRange");
+    // A poller group: its name, up to 100 mappings and 2,000 maximum pollers in all.
+    expect(() => checkMskTrigger({ ...ok, pollerGroupName: "a_b-1", mappingsInGroup: 4 })).not.toThrow();
+    for (const bad of [
+      { pollerGroupName: "" },
+      { pollerGroupName: "a.b" },
+      { pollerGroupName: "x", mappingsInGroup: 101, maximumPollers: 1 },
+      { pollerGroupName: "x", mappingsInGroup: 4, maximumPollers: 501 },
+    ]) {
+      expect(
+        ruleCodeOf(() => checkMskTrigger({ ...ok, ...bad })),
+        JSON.stringify(bad),
+      ).toBe("MskPollerGroupInvalid");
+    }
+  });
+
+  it("SQS: provisioned pollers 2–200 and up to 10,000, never with maxConcurrency", () => {
+    const ok = { fifo: false, batchSize: 10, batchingWindowSeconds: 0 };
+    expect(() =>
+      checkSqsTrigger({ ...ok, provisionedPollers: { minimumPollers: 2, maximumPollers: 10_000 } }),
+    ).not.toThrow();
+    for (const p of [
+      { minimumPollers: 1, maximumPollers: 2 },
+      { minimumPollers: 201, maximumPollers: 300 },
+      { minimumPollers: 2, maximumPollers: 10_001 },
+      { minimumPollers: 3, maximumPollers: 2 },
+    ]) {
+      expect(
+        ruleCodeOf(() => checkSqsTrigger({ ...ok, provisionedPollers: p })),
+        JSON.stringify(p),
+      ).toBe("SqsPollersOutOfRange");
+    }
+    expect(
+      ruleCodeOf(() =>
+        checkSqsTrigger({
+          ...ok,
+          maxConcurrency: 5,
+          provisionedPollers: { minimumPollers: 2, maximumPollers: 4 },
+        }),
+      ),
+    ).toBe("SqsProvisionedWithMaxConcurrency");
   });
 
   it("queues: maxReceiveCount 1–1000, retention 1 min–14 d, a standard DLQ outliving its queue", () => {
@@ -199,35 +241,80 @@ describe("trigger limits", () => {
   });
 });
 
-describe("Kafka mappings (the library decides each record's fate)", () => {
-  const ok = { topic: "t", provisioned: true, reportBatchItemFailures: true, retryAttempts: -1 };
+describe("Kafka mappings (the library decides each record's fate; Lambda isolates a crashing one)", () => {
+  const ok = {
+    topic: "t",
+    provisioned: true,
+    reportBatchItemFailures: true,
+    bisect: true,
+    retryAttempts: 10,
+    onFailureDestination: "kafka://t.DLQ",
+  };
 
-  it("accepts provisioned mode, partial batch responses, unlimited retries and no destination", () => {
+  it("accepts provisioned mode, partial batch responses, bisect, a finite limit and a Kafka destination", () => {
     expect(() => checkKafkaMapping(ok)).not.toThrow();
-    expect(() =>
-      checkKafkaMapping({ topic: "t", provisioned: true, reportBatchItemFailures: true }),
-    ).not.toThrow();
+    // No limit with a Kafka destination: Lambda applies 10.
+    expect(() => checkKafkaMapping({ ...ok, retryAttempts: -1 })).not.toThrow();
+    // Batches of one need no bisection.
+    expect(() => checkKafkaMapping({ ...ok, bisect: false, batchSize: 1 })).not.toThrow();
   });
 
-  it("refuses a mapping that would ignore the partial batch response", () => {
+  it("refuses a mapping that would ignore the partial batch response, naming what needs provisioned mode", () => {
     expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, provisioned: false }))).toBe(
       "KafkaMappingNotProvisioned",
+    );
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, provisioned: false, schemaRegistry: true }))).toBe(
+      "KafkaSchemaRegistryNeedsProvisionedMode",
     );
     expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, reportBatchItemFailures: false }))).toBe(
       "KafkaMappingWithoutPartialBatchResponse",
     );
   });
 
-  it("refuses a mapping that drops or dead-letters what the consumer handed back unfinished", () => {
+  it("refuses a mapping that drops records: a record age, a metadata-only destination, a limit without one", () => {
     for (const bad of [
-      { retryAttempts: 2 },
       { maxRecordAgeSeconds: 3600 },
-      { onFailureDestination: "kafka://t.DLQ" },
+      { onFailureDestination: "arn:aws:sqs:us-east-1:111122223333:q" },
+      { onFailureDestination: undefined, retryAttempts: 2 },
     ]) {
-      expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, ...bad }))).toBe(
-        "KafkaMappingDeadLettersUnfinishedRecords",
-      );
+      expect(
+        ruleCodeOf(() => checkKafkaMapping({ ...ok, ...bad })),
+        JSON.stringify(bad),
+      ).toBe("KafkaMappingDeadLettersUnfinishedRecords");
     }
+  });
+
+  it("refuses a mapping a crashing record would block: unlimited retries without a destination, no bisect", () => {
+    // Issue 26 item 4: this was the constructs' own configuration.
+    expect(
+      ruleCodeOf(() => checkKafkaMapping({ ...ok, retryAttempts: -1, onFailureDestination: undefined })),
+    ).toBe("KafkaMappingBlocksOnCrash");
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, bisect: false }))).toBe("KafkaMappingWithoutBisect");
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, onFailureDestination: "kafka://t" }))).toBe(
+      "KafkaDestinationIsSource",
+    );
+  });
+
+  it("refuses a limit a healthy record uses up while it waits, and one outside 0–10,000", () => {
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, retryAttempts: 3, minimumRetryAttempts: 5 }))).toBe(
+      "KafkaRetriesBelowWaits",
+    );
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, retryAttempts: -1, minimumRetryAttempts: 11 }))).toBe(
+      "KafkaRetriesBelowWaits",
+    );
+    expect(ruleCodeOf(() => checkKafkaMapping({ ...ok, retryAttempts: 10_001 }))).toBe(
+      "KafkaRetryAttemptsOutOfRange",
+    );
+  });
+
+  it("sizes the limit from the rung's delay and the function timeout", () => {
+    expect(kafkaWaitHandBacks(0, 30)).toBe(0);
+    expect(kafkaWaitHandBacks(5, 30)).toBe(1);
+    expect(kafkaWaitHandBacks(600, 60)).toBe(11); // 10 min, 55 s of waiting per invocation
+    expect(kafkaWaitHandBacks(60, 5)).toBe(Number.POSITIVE_INFINITY); // no time to wait at all
+    expect(defaultKafkaRetryAttempts(0, 30)).toBe(10);
+    expect(defaultKafkaRetryAttempts(600, 60)).toBe(21);
+    expect(defaultKafkaRetryAttempts(86_400, 6)).toBe(10_000);
   });
 });
 

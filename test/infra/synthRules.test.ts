@@ -3,7 +3,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { KafkaDlq, ManagedKafkaEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { AwsSolutionsChecks } from "cdk-nag";
 import type { MskClusterRef } from "reliable-consumers/cdk";
 import { ConsumerFunction, DedupTable, QueueWithDlq } from "reliable-consumers/cdk";
@@ -292,57 +292,237 @@ function kafkaConsumer(stack: Stack, cluster: MskClusterRef): ConsumerFunction {
   });
 }
 
-describe("Kafka mappings: the library decides the fate of every record", () => {
-  it("maps every ladder topic in provisioned mode with partial batch responses, no retry limit and no destination", () => {
+describe("Kafka mappings: the library decides the fate of every record, Lambda isolates a crashing one", () => {
+  const mappingsOf = (stack: Stack) =>
+    Object.values(Template.fromStack(stack).findResources("AWS::Lambda::EventSourceMapping"));
+
+  it("maps every ladder topic in provisioned mode: partial batch responses, bisect, a finite limit, kafka://<DLQ>", () => {
+    // Issue 26 item 4: the mappings retried without limit and had no destination, so a record that
+    // crashed the function (out of memory, a timeout) blocked its partition forever; retry topics
+    // did not even bisect.
     const app = testApp();
     const stack = new Stack(app, "S");
     kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder);
     app.synth();
-    const mappings = Object.values(
-      Template.fromStack(stack).findResources("AWS::Lambda::EventSourceMapping"),
-    );
+    const mappings = mappingsOf(stack);
     expect(mappings).toHaveLength(2);
     for (const m of mappings) {
       expect(m.Properties.FunctionResponseTypes).toEqual(["ReportBatchItemFailures"]);
-      expect(m.Properties.ProvisionedPollerConfig).toBeDefined();
-      expect(m.Properties.MaximumRetryAttempts).toBe(-1);
-      expect(m.Properties.DestinationConfig).toBeUndefined();
+      expect(m.Properties.ProvisionedPollerConfig).toEqual({ MinimumPollers: 1, MaximumPollers: 2 });
+      expect(m.Properties.BisectBatchOnFunctionError).toBe(true);
+      expect(m.Properties.DestinationConfig).toEqual({ OnFailure: { Destination: "kafka://events.DLQ" } });
+      expect(m.Properties.MaximumRecordAgeInSeconds).toBeUndefined();
+    }
+    // The 1-minute rung with a 30 s function: each invocation waits ≤ 25 s, so a healthy record is
+    // handed back up to 3 times before it is due; 10 more for everything else.
+    const retries = Object.fromEntries(
+      mappings.map((m) => [m.Properties.Topics[0], m.Properties.MaximumRetryAttempts]),
+    );
+    expect(retries).toEqual({ events: 10, "events.retry.1m": 13 });
+  });
+
+  it("grants the function WriteData on the dead-letter topic: Lambda writes its destination with that role", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder);
+    const statements = Object.values(Template.fromStack(stack).findResources("AWS::IAM::Policy")).flatMap(
+      (p) => p.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>,
+    );
+    const writes = statements.filter((st) => [st.Action].flat().includes("kafka-cluster:WriteData"));
+    expect(JSON.stringify(writes.map((w) => w.Resource))).toMatch(/topic\/[^"]*\/events\.DLQ"/);
+  });
+
+  it("fails synth when a mapping of the consumer is changed to drop or block records (escape hatch)", () => {
+    const cases: Array<[string, (cfn: lambda.CfnEventSourceMapping) => void]> = [
+      [
+        "KafkaMappingDeadLettersUnfinishedRecords",
+        (cfn) => {
+          cfn.destinationConfig = { onFailure: { destination: "arn:aws:sqs:us-east-1:111122223333:q" } };
+        },
+      ],
+      [
+        "KafkaMappingDeadLettersUnfinishedRecords",
+        (cfn) => {
+          cfn.maximumRecordAgeInSeconds = 3600;
+        },
+      ],
+      [
+        "KafkaMappingBlocksOnCrash",
+        (cfn) => {
+          cfn.maximumRetryAttempts = -1;
+          cfn.destinationConfig = undefined;
+        },
+      ],
+      [
+        "KafkaMappingWithoutBisect",
+        (cfn) => {
+          cfn.bisectBatchOnFunctionError = false;
+        },
+      ],
+      [
+        "KafkaDestinationIsSource",
+        (cfn) => {
+          cfn.destinationConfig = { onFailure: { destination: "kafka://events" } };
+        },
+      ],
+    ];
+    for (const [code, change] of cases) {
+      const app = testApp();
+      const stack = new Stack(app, "S");
+      const [main] = kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder);
+      change(main!.node.defaultChild as lambda.CfnEventSourceMapping);
+      expect(
+        ruleCodeOf(() => app.synth()),
+        code,
+      ).toBe(code);
     }
   });
 
-  it("fails synth when a mapping of the consumer is changed to give up on records (escape hatch)", () => {
-    const app = testApp();
-    const stack = new Stack(app, "S");
-    const [main] = kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder);
-    const cfn = main!.node.defaultChild as lambda.CfnEventSourceMapping;
-    cfn.maximumRetryAttempts = 2;
-    cfn.destinationConfig = { onFailure: { destination: "kafka://events.DLQ" } };
-    expect(ruleCodeOf(() => app.synth())).toBe("KafkaMappingDeadLettersUnfinishedRecords");
-  });
-
-  it("fails synth on a Kafka mapping added by hand without provisioned mode or partial batch responses", () => {
+  it("refuses a second mapping of one consumer on a topic: a record's coordinates hold its dedup lease", () => {
     const app = testApp();
     const stack = new Stack(app, "S");
     const fn = kafkaConsumer(stack, clusterIn(stack));
+    fn.addMskTrigger(clusterIn(stack), ladder);
     fn.function.addEventSource(
       new ManagedKafkaEventSource({
         clusterArn: CONTEXT_DEFAULTS.mskClusterArn,
         topic: "events",
+        consumerGroupId: "other-group",
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        provisionedPollerConfig: { minimumPollers: 1, maximumPollers: 1 },
+        reportBatchItemFailures: true,
+        bisectBatchOnError: true,
+        retryAttempts: 10,
+        onFailure: new KafkaDlq("events.DLQ"),
       }),
     );
-    expect(ruleCodeOf(() => app.synth())).toBe("KafkaMappingNotProvisioned");
+    expect(ruleCodeOf(() => app.synth())).toBe("KafkaTopicMappedTwice");
   });
 
-  it("refuses pollers that would leave provisioned mode", () => {
+  it("refuses a retry limit a healthy record could use up while it waits for its rung", () => {
     const stack = new Stack(testApp(), "S");
-    expect(
-      ruleCodeOf(() =>
-        kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder, {
-          pollers: { minimumPollers: 0, maximumPollers: 2 },
-        }),
-      ),
-    ).toBe("MskPollersOutOfRange");
+    const fn = kafkaConsumer(stack, clusterIn(stack));
+    fn.addMskTrigger(clusterIn(stack), { ...ladder, retryDelaysSeconds: [600] }, { retryAttempts: 5 });
+    // 600 s with a 30 s function: up to 24 hand-backs before it is due.
+    expect(ruleCodeOf(() => Template.fromStack(stack))).toBe("KafkaRetriesBelowWaits");
+  });
+
+  it("fails synth on a Kafka mapping added by hand without provisioned mode, naming the schema registry when it has one", () => {
+    for (const [code, registry] of [
+      ["KafkaMappingNotProvisioned", false],
+      ["KafkaSchemaRegistryNeedsProvisionedMode", true],
+    ] as const) {
+      const app = testApp();
+      const stack = new Stack(app, "S");
+      const fn = kafkaConsumer(stack, clusterIn(stack));
+      const source = new ManagedKafkaEventSource({
+        clusterArn: CONTEXT_DEFAULTS.mskClusterArn,
+        topic: "events",
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      });
+      fn.function.addEventSource(source);
+      if (registry) {
+        const cfn = fn.function.node.children
+          .flatMap((c) => c.node.children)
+          .find((c): c is lambda.CfnEventSourceMapping => c instanceof lambda.CfnEventSourceMapping)!;
+        cfn.amazonManagedKafkaEventSourceConfig = {
+          schemaRegistryConfig: { schemaRegistryUri: "https://registry.example", eventRecordFormat: "JSON" },
+        };
+      }
+      expect(
+        ruleCodeOf(() => app.synth()),
+        code,
+      ).toBe(code);
+    }
+  });
+
+  it("takes provisioned pollers with a poller group, checked against AWS's ranges", () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    kafkaConsumer(stack, clusterIn(stack)).addMskTrigger(clusterIn(stack), ladder, {
+      provisionedPollers: { minimumPollers: 2, maximumPollers: 20, pollerGroupName: "payments-pollers" },
+    });
+    for (const m of mappingsOf(stack)) {
+      expect(m.Properties.ProvisionedPollerConfig).toEqual({
+        MinimumPollers: 2,
+        MaximumPollers: 20,
+        PollerGroupName: "payments-pollers",
+      });
+    }
+    const bad = (provisionedPollers: {
+      minimumPollers: number;
+      maximumPollers: number;
+      pollerGroupName?: string;
+    }) => {
+      const s = new Stack(testApp(), "S");
+      return ruleCodeOf(() =>
+        kafkaConsumer(s, clusterIn(s)).addMskTrigger(clusterIn(s), ladder, { provisionedPollers }),
+      );
+    };
+    expect(bad({ minimumPollers: 0, maximumPollers: 2 })).toBe("MskPollersOutOfRange");
+    expect(bad({ minimumPollers: 1, maximumPollers: 2001 })).toBe("MskPollersOutOfRange");
+    expect(bad({ minimumPollers: 1, maximumPollers: 2, pollerGroupName: "no spaces" })).toBe(
+      "MskPollerGroupInvalid",
+    );
+    expect(bad({ minimumPollers: 1, maximumPollers: 2, pollerGroupName: "g".repeat(129) })).toBe(
+      "MskPollerGroupInvalid",
+    );
+    // Two mappings (main + one rung) of 1,500 maximum pollers each exceed a group's 2,000.
+    expect(bad({ minimumPollers: 1, maximumPollers: 1500, pollerGroupName: "g" })).toBe(
+      "MskPollerGroupInvalid",
+    );
+  });
+});
+
+describe("SQS triggers in provisioned mode", () => {
+  const queueAndConsumer = () => {
+    const app = testApp();
+    const stack = new Stack(app, "S");
+    const fn = consumer(stack, "C", Duration.seconds(30));
+    const q = new QueueWithDlq(stack, "Q", { consumerTimeout: Duration.seconds(30) });
+    return { app, stack, fn, q };
+  };
+  const mappingOf = (stack: Stack) =>
+    Object.values(Template.fromStack(stack).findResources("AWS::Lambda::EventSourceMapping"))[0]!;
+
+  it("sets ProvisionedPollerConfig and leaves out MaximumConcurrency (Lambda takes one or the other)", () => {
+    const { stack, fn, q } = queueAndConsumer();
+    fn.addSqsTrigger(q, { provisionedPollers: { minimumPollers: 2, maximumPollers: 50 } });
+    const m = mappingOf(stack);
+    expect(m.Properties.ProvisionedPollerConfig).toEqual({ MinimumPollers: 2, MaximumPollers: 50 });
+    expect(m.Properties.ScalingConfig).toBeUndefined();
+    expect(m.Properties.FunctionResponseTypes).toEqual(["ReportBatchItemFailures"]);
+  });
+
+  it("takes AWS's range up to 10,000 maximum pollers (aws-cdk-lib still stops at 2,000)", () => {
+    const { stack, fn, q } = queueAndConsumer();
+    fn.addSqsTrigger(q, { provisionedPollers: { minimumPollers: 10, maximumPollers: 5000 } });
+    expect(mappingOf(stack).Properties.ProvisionedPollerConfig).toEqual({
+      MinimumPollers: 10,
+      MaximumPollers: 5000,
+    });
+  });
+
+  it("refuses pollers out of range, and pollers together with maxConcurrency", () => {
+    const code = (o: Parameters<ConsumerFunction["addSqsTrigger"]>[1]) => {
+      const { fn, q } = queueAndConsumer();
+      return ruleCodeOf(() => fn.addSqsTrigger(q, o));
+    };
+    expect(code({ provisionedPollers: { minimumPollers: 1, maximumPollers: 5 } })).toBe(
+      "SqsPollersOutOfRange",
+    );
+    expect(code({ provisionedPollers: { minimumPollers: 201, maximumPollers: 300 } })).toBe(
+      "SqsPollersOutOfRange",
+    );
+    expect(code({ provisionedPollers: { minimumPollers: 2, maximumPollers: 10_001 } })).toBe(
+      "SqsPollersOutOfRange",
+    );
+    expect(code({ provisionedPollers: { minimumPollers: 5, maximumPollers: 4 } })).toBe(
+      "SqsPollersOutOfRange",
+    );
+    expect(code({ provisionedPollers: { minimumPollers: 2, maximumPollers: 4 }, maxConcurrency: 10 })).toBe(
+      "SqsProvisionedWithMaxConcurrency",
+    );
   });
 });
 

@@ -100,6 +100,36 @@ describe("dedup store", () => {
     expect((await getItem("s2", "k"))?.status?.S).toBe("COMPLETED");
   });
 
+  it("a claim by the holder of a live lease takes it over at once (its invocation died); anyone else waits", async () => {
+    // Issue 26 item 4: Lambda resends a Kafka offset only after the invocation that had it ended. A
+    // lease held under the record's own coordinates was left by an invocation that crashed (out of
+    // memory, killed at its timeout); waiting it out sent the record round the ladder, crash after
+    // crash, where Lambda's bisect, retry limit and destination never saw it.
+    for (const maxBatch of [25, 1]) {
+      const scope = `holder-${maxBatch}`;
+      const crashed = createDedupStore({ tableName: table, scope, client, claims: { maxBatch } });
+      const first = await crashed.claim("k", { holder: "orders:3:42" });
+      if (first.status !== "claimed") throw new Error(`expected a claim, got ${first.status}`);
+      expect((await getItem(scope, "k"))?.holder?.S).toBe("orders:3:42");
+      // A new environment (the crashed one's module state is gone) claims for the same record.
+      const retry = createDedupStore({ tableName: table, scope, client, claims: { maxBatch } });
+      expect((await retry.claim("k", { holder: "orders.retry.5s:0:7" })).status).toBe("in-progress");
+      expect((await retry.claim("k")).status).toBe("in-progress");
+      const taken = await retry.claim("k", { holder: "orders:3:42" });
+      if (taken.status !== "claimed") throw new Error(`expected a takeover, got ${taken.status}`);
+      expect(taken.lease.attempt).toBe(2);
+      expect(taken.lease.token).not.toBe(first.lease.token);
+      // The dead holder is fenced, as after any takeover.
+      await expect(crashed.complete(first.lease)).rejects.toBeInstanceOf(LeaseLostError);
+      await retry.complete(taken.lease);
+      await retry.flush();
+      expect(await retry.claim("k", { holder: "orders:3:42" })).toEqual({
+        status: "duplicate",
+        result: undefined,
+      });
+    }
+  });
+
   it("treats an item past its TTL that DynamoDB has not deleted yet as absent", async () => {
     const past = Math.floor(Date.now() / 1000) - 60;
     await client.send(

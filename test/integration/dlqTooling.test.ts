@@ -149,6 +149,167 @@ describe("Kafka dead-letter topic: inspect and replay", () => {
   });
 });
 
+describe("Kafka dead-letter topic: what Lambda's on-failure destination wrote", () => {
+  // Issue 26 item 4: the mappings now send what Lambda gives up on (a record that crashed the
+  // function) to the DLQ topic, in Lambda's own format: the record's key, no headers, and a JSON
+  // document with the failure metadata and the record under `payload`. The value below is AWS's
+  // documented example ("Record format for a Kafka destination") with this test's topic, key,
+  // value and headers.
+  const lambdaLetter = (record: {
+    topic: string;
+    partition: number;
+    offset: number;
+    key: string;
+    value: string;
+    headers: Record<string, string>;
+  }) => ({
+    key: record.key,
+    value: JSON.stringify({
+      requestContext: {
+        requestId: "e4b46cbf-b738-xmpl-8880-a18cdf61200e",
+        functionArn: "arn:aws:lambda:us-east-1:123456789012:function:my-function:$LATEST",
+        condition: "RetriesExhausted",
+        approximateInvokeCount: 3,
+      },
+      responseContext: { statusCode: 200, executedVersion: "$LATEST", functionError: "Unhandled" },
+      version: "1.0",
+      timestamp: "2019-11-14T18:16:05.568Z",
+      KafkaBatchInfo: {
+        batchSize: 1,
+        eventSourceArn: "arn:aws:kafka:us-east-1:123456789012:cluster/my-cluster/abc123",
+        bootstrapServers: "b-1.mycluster.abc123.kafka.us-east-1.amazonaws.com:9098",
+        payloadSize: 1162,
+        recordInfo: { offset: String(record.offset), timestamp: "2019-11-14T18:16:04.835Z" },
+      },
+      payload: {
+        bootstrapServers: "b-1.mycluster.abc123.kafka.us-east-1.amazonaws.com:9098",
+        eventSource: "aws:kafka",
+        eventSourceArn: "arn:aws:kafka:us-east-1:123456789012:cluster/my-cluster/abc123",
+        records: {
+          [`${record.topic}-${record.partition}`]: [
+            {
+              headers: Object.entries(record.headers).map(([k, v]) => ({ [k]: [...Buffer.from(v)] })),
+              key: Buffer.from(record.key).toString("base64"),
+              offset: record.offset,
+              partition: record.partition,
+              timestamp: 1749116692330,
+              timestampType: "CREATE_TIME",
+              topic: record.topic,
+              value: Buffer.from(record.value).toString("base64"),
+            },
+          ],
+        },
+      },
+    }),
+  });
+
+  it("inspect groups them by Lambda's condition; replay republishes the record inside to its original topic, once", async () => {
+    const topic = name("crashing");
+    const retry = `${topic}.retry.5s`;
+    const dlq = `${topic}.DLQ`;
+    await declareTopics([topic, retry, dlq]);
+    await getKafkaProducer().send(dlq, [
+      // Crashed on the main topic: no context of ours on it.
+      lambdaLetter({
+        topic,
+        partition: 2,
+        offset: 100,
+        key: "order-1",
+        value: '{"n":1}',
+        headers: { trace: "t-1" },
+      }),
+      // Crashed on a retry rung: it carries the ladder's context, pointing at the original.
+      lambdaLetter({
+        topic: retry,
+        partition: 0,
+        offset: 7,
+        key: "order-2",
+        value: '{"n":2}',
+        headers: {
+          "message-id": "m-2",
+          "x-original-topic": topic,
+          "x-original-partition": "1",
+          "x-original-offset": "41",
+          "x-retry-count": "1",
+          "x-last-error": "TransientError: issuer down",
+        },
+      }),
+    ]);
+
+    const summary = await inspectKafkaDeadLetters(dlq);
+    expect(summary.total).toBe(2);
+    expect(summary.byErrorType.RetriesExhausted).toMatchObject({ count: 2, sources: [topic] });
+    expect(summary.byErrorType.RetriesExhausted!.sampleError).toMatch(/after 3 invocations/);
+
+    const ledger = { tableName: ledgerTable, client: ddb };
+    expect(
+      await replayKafkaDeadLetters(dlq, {
+        ledger,
+        dryRun: true,
+        filter: { errorTypes: ["RetriesExhausted"] },
+      }),
+    ).toMatchObject({ moved: 2, noDestination: 0, byDestination: { [topic]: 2 } });
+    expect(await replayKafkaDeadLetters(dlq, { ledger })).toMatchObject({ moved: 2, failed: 0 });
+    expect(await replayKafkaDeadLetters(dlq, { ledger })).toMatchObject({ moved: 0, alreadyReplayed: 2 });
+
+    const consumer = kafka().consumer({
+      groupId: name("check-lambda"),
+      rebalanceTimeout: 1000,
+      maxWaitTimeInMs: 50,
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const got: Record<string, string | undefined>[] = [];
+    await new Promise<void>((resolve, reject) => {
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            const h = (n: string) => message.headers?.[n]?.toString();
+            got.push({
+              key: message.key?.toString(),
+              value: message.value?.toString(),
+              trace: h("trace"),
+              messageId: h("message-id"),
+              xMessageId: h("x-message-id"),
+              original: `${h("x-original-topic")}:${h("x-original-partition")}:${h("x-original-offset")}`,
+              retry: h("x-retry-count"),
+              lastError: h("x-last-error"),
+              from: h("x-replayed-from"),
+            });
+            if (got.length === 2) resolve();
+          },
+        })
+        .catch(reject);
+    });
+    await consumer.disconnect();
+    expect(got.sort((a, b) => a.key!.localeCompare(b.key!))).toEqual([
+      {
+        key: "order-1",
+        value: '{"n":1}',
+        trace: "t-1",
+        messageId: undefined,
+        // The broker coordinates it was deduplicated by, so a copy is not charged twice.
+        xMessageId: `${topic}:2:100`,
+        original: `${topic}:2:100`,
+        retry: undefined,
+        lastError: undefined,
+        from: expect.stringMatching(new RegExp(`^${dlq}:\\d+:\\d+$`)),
+      },
+      {
+        key: "order-2",
+        value: '{"n":2}',
+        trace: undefined,
+        messageId: "m-2",
+        xMessageId: undefined,
+        original: `${topic}:1:41`,
+        retry: undefined,
+        lastError: undefined,
+        from: expect.stringMatching(new RegExp(`^${dlq}:\\d+:\\d+$`)),
+      },
+    ]);
+  });
+});
+
 describe("SQS DLQ: inspect and redrive", () => {
   const client = sqs();
   const queues: string[] = [];

@@ -374,13 +374,20 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     expect(handled.sort()).toEqual([0, 2, 4]); // odd key stopped at 1, so 3 never ran
   });
 
-  it("a retry record that is not due within the remaining time is left for redelivery, untouched", async () => {
+  it("a retry record not due within the remaining time waits what it can, then is left for redelivery, untouched", async () => {
     let called = 0;
+    const slept: number[] = [];
     const { process, telemetry } = processor(
       async () => {
         called++;
       },
-      { retry: createRetryLadder({ delays: ["1h"] }), idempotency: false },
+      {
+        retry: createRetryLadder({ delays: ["1h"] }),
+        idempotency: false,
+        sleep: async (ms) => {
+          slept.push(ms);
+        },
+      },
     );
     const topic = "orders.retry.1h";
     const event = {
@@ -392,6 +399,10 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     });
     expect(called).toBe(0);
     expect(telemetry.counts.KafkaRetryNotYetDue).toBe(1);
+    // Issue 26 item 4: every hand-back uses one of the mapping's finite retry attempts, so the
+    // consumer first waits all it may (the remaining time less the 5 s margin): a record on a rung
+    // of d is then handed back at most ⌈d ÷ (timeout − 5 s)⌉ times (`kafkaWaitHandBacks`).
+    expect(slept).toEqual([25_000]);
   });
 
   it("does not start records when the Lambda is out of time, and reports them", async () => {
@@ -451,6 +462,48 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(probe).toBe("in-progress");
     expect((await other.claim("orders:0:1")).status).toBe("duplicate");
+  });
+
+  it("a record redelivered after its invocation crashed takes the lease that invocation left, and runs", async () => {
+    // Issue 26 item 4: the lease a crashed invocation left (out of memory, killed at its timeout)
+    // read as "in progress elsewhere", so the redelivered record was routed to the retry topic,
+    // where it crashed the function again a lease later, for ever. Taken over at once, it crashes
+    // under Lambda's eyes: bisected, counted, finally written to the DLQ topic by Lambda.
+    const scope = name("crashed");
+    const topic = name("crashed-topic");
+    await declareLadder(ladder, topic);
+    const crashed = createDedupStore({ tableName: table, scope, client: ddb });
+    // What the dead invocation left: a live lease under the record's coordinates (and another
+    // record's key, held by a live invocation of some other record, which stays held).
+    expect((await crashed.claim("m-1", { holder: `${topic}:0:5` })).status).toBe("claimed");
+    expect((await crashed.claim("m-2", { holder: `${topic}.retry.150ms:0:9` })).status).toBe("claimed");
+    const ran: string[] = [];
+    const { process, telemetry } = processor<{ i: number }>(
+      async (env) => {
+        ran.push(env.id);
+      },
+      { idempotency: { tableName: table, scope } },
+    );
+    const h = (id: string) => [{ "message-id": [...Buffer.from(id)] }];
+    await withTap(topic, async (tap) => {
+      const event = {
+        eventSource: "aws:kafka",
+        records: {
+          [`${topic}-0`]: [
+            { ...rec(0, 5, "a", { i: 1 }, { headers: h("m-1") }), topic },
+            { ...rec(0, 6, "b", { i: 2 }, { headers: h("m-2") }), topic },
+          ],
+        },
+      };
+      expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect(ran).toEqual(["m-1"]);
+      // The key a live invocation holds went round the ladder without using an attempt, as before.
+      const [held] = await tap.take(ladderTopics(ladder, topic).retry[0]!, 1);
+      expect(header(held!, "x-last-error")).toMatch(/^InProgressElsewhereError/);
+    });
+    expect(telemetry.counts.InProgressElsewhere).toBe(1);
+    const later = createDedupStore({ tableName: table, scope, client: ddb });
+    expect((await later.claim("m-1")).status).toBe("duplicate");
   });
 
   it("claims ahead, but never acts on a claim that went stale and was taken meanwhile", async () => {

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { create, createFileRegistry, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import {
@@ -78,7 +80,10 @@ describe("Avro with Confluent Schema Registry", () => {
     ]);
     expect(bytes!.toString("hex")).toBe(golden.confluentAvro.hex);
     const decoder = avro({ registry: confluentRegistry({ url: registry.url, auth }) });
-    expect({ ...((await decoder.decode(bytes!)) as object) }).toEqual(golden.confluentAvro.value);
+    const decoded = await decoder.decode(bytes!);
+    expect(decoded).toEqual(golden.confluentAvro.value);
+    // Plain data (issue 26 item 1): a strict schema accepts what Confluent's serializer wrote.
+    expect(z.object({ id: z.string(), amount: z.number() }).strict().parse(decoded)).toEqual(decoded);
   });
 
   it("resolves older and newer writers into the reader's schema (Avro schema resolution)", async () => {
@@ -157,6 +162,50 @@ describe("Avro with Confluent Schema Registry", () => {
     await expect(nowhere.decode(bytes!)).rejects.toBeInstanceOf(SchemaRegistryUnavailableError);
     // Once the registry answers again, the same decoder recovers (a failed fetch is not cached).
     expect({ ...((await parse.decode(bytes!)) as object) }).toEqual({ id: "d", amount: 1 });
+  });
+
+  it("a 404 that is not the registry's own 40403 is transient: a URL without its path prefix, a proxy's error page", async () => {
+    // Issue 26 item 2: any 404 used to read as "unknown schema", so a SCHEMA_REGISTRY_URL missing
+    // Apicurio's /apis/ccompat/v7 (or behind a proxy) dead-lettered every healthy framed record.
+    const [bytes] = await confluentAvro("prefix-value", { ...PaymentV1, name: "PrefixPayment" }, [
+      { id: "x", amount: 1 },
+    ]);
+    const proxy = createServer((_req, res) => {
+      res.writeHead(404, { "content-type": "text/html" }).end("<html><body>Not Found</body></html>");
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      // The stand-in answers an unknown path with 404 and error_code 404, as Schema Registry does.
+      for (const url of [`${registry.url}/apis/ccompat/v7`, proxyUrl]) {
+        const wrong = confluentRegistry({ url, auth });
+        const error = await avro({ registry: wrong })
+          .decode(bytes!)
+          .catch((e: unknown) => e);
+        expect(error, url).toBeInstanceOf(SchemaRegistryUnavailableError);
+        const lookup = await wrong
+          .idFor({ subject: "prefix-value", format: "AVRO", definition: "{}" }, { register: false })
+          .catch((e: unknown) => e);
+        expect(lookup, url).toBeInstanceOf(SchemaRegistryUnavailableError);
+        const registering = await wrong
+          .idFor({ subject: "prefix-value", format: "AVRO", definition: "{}" }, { register: true })
+          .catch((e: unknown) => e);
+        expect(registering, url).toBeInstanceOf(SchemaRegistryUnavailableError);
+      }
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+    // The registry's own answers stay permanent: 40403 for an id, 40401 / 40403 for a lookup.
+    const right = confluentRegistry({ url: registry.url, auth });
+    await expect(
+      avro({ registry: right }).decode(writeConfluentFrame(98765, bytes!.subarray(5))),
+    ).rejects.toBeInstanceOf(UnknownSchemaError);
+    await expect(
+      right.idFor({ subject: "no-such-subject", format: "AVRO", definition: "{}" }, { register: false }),
+    ).rejects.toBeInstanceOf(UnknownSchemaError);
+    await expect(
+      right.idFor({ subject: "prefix-value", format: "AVRO", definition: '"string"' }, { register: false }),
+    ).rejects.toBeInstanceOf(UnknownSchemaError);
   });
 
   it("reads credentials from the environment or from a secret ({username, password})", async () => {

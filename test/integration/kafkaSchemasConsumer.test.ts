@@ -139,10 +139,14 @@ describe("Avro records through the Kafka consumer with a Confluent registry", ()
     const lastRung = retry[retry.length - 1]!;
     const tap = await tapTopics([...retry, deadLetter], name("tap-down"));
     registry.mode = "unavailable";
+    const telemetry = recordingTelemetry();
     try {
-      const run = processor(async () => {
-        throw new Error("the handler must not run without a decoded value");
-      });
+      const run = processor(
+        async () => {
+          throw new Error("the handler must not run without a decoded value");
+        },
+        { telemetry },
+      );
       expect(await run(event(topic, [bytes]), lambdaContext())).toEqual({ batchItemFailures: [] });
       const [first] = await tap.take(retry[0]!, 1);
       expect(first!.message.headers!["x-last-error"]!.toString()).toMatch(/^SchemaRegistryUnavailableError/);
@@ -161,6 +165,8 @@ describe("Avro records through the Kafka consumer with a Confluent registry", ()
       const [again] = await tap.take(lastRung, 1);
       expect(again!.message.headers!["x-retry-count"]!.toString()).toBe(String(retry.length));
       expect(tap.pending(deadLetter)).toBe(0);
+      // Never dead-lettered for it, so counted for the alarm (ConsumerMonitoring.monitorKafkaLag).
+      expect(telemetry.counts.SchemaRegistryUnavailable).toBe(2);
     } finally {
       registry.mode = "up";
       await tap.stop();

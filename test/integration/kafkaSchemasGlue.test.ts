@@ -105,6 +105,56 @@ describe("Avro with AWS Glue Schema Registry (moto)", () => {
     expect(error).toBeInstanceOf(SchemaRegistryUnavailableError);
     expect((error as { kind: string }).kind).toBe("transient");
   });
+
+  it("EntityNotFoundException is 'unknown schema' only while the registry exists; denied access is transient", async () => {
+    // Issue 26 item 2: Glue answers EntityNotFoundException for a schema looked up in a registry
+    // that does not exist (a wrong GLUE_SCHEMA_REGISTRY_NAME), which dead-lettered every event.
+    const schema = { subject: "payments", format: "AVRO" as const, definition: JSON.stringify(PaymentV1) };
+    const missing = glueRegistry({ client: glue, registryName: "no-such-registry" });
+    for (const register of [false, true]) {
+      const error = await missing.idFor(schema, { register }).catch((e: unknown) => e);
+      expect(error, `register: ${register}`).toBeInstanceOf(SchemaRegistryUnavailableError);
+    }
+    const unknownVersion = writeGlueFrame("00000000-0000-4000-8000-00000000abcd", Buffer.from([2, 120, 2]));
+    await expect(avro({ registry: missing }).decode(unknownVersion)).rejects.toBeInstanceOf(
+      SchemaRegistryUnavailableError,
+    );
+    // The registry exists: Glue's "not found" is an answer about the schema.
+    const present = glueRegistry({ client: glue, registryName: REGISTRY });
+    await expect(avro({ registry: present }).decode(unknownVersion)).rejects.toBeInstanceOf(
+      UnknownSchemaError,
+    );
+    await expect(
+      present.idFor({ ...schema, subject: "never-registered" }, { register: false }),
+    ).rejects.toBeInstanceOf(UnknownSchemaError);
+    // AccessDeniedException (and throttling, 5xx) is the deployment's or Glue's, never the record's.
+    const denied = new GlueClient({
+      endpoint: moto.endpoint,
+      region: "eu-west-1",
+      credentials: { accessKeyId: "test", secretAccessKey: "test" },
+      maxAttempts: 1,
+    });
+    denied.middlewareStack.add(
+      () => async () => {
+        throw Object.assign(new Error("User is not authorized to perform: glue:GetSchemaVersion"), {
+          name: "AccessDeniedException",
+          $fault: "client",
+        });
+      },
+      { step: "finalizeRequest", name: "denyEverything" },
+    );
+    for (const registry of [
+      glueRegistry({ client: denied }),
+      glueRegistry({ client: denied, registryName: REGISTRY }),
+    ]) {
+      await expect(avro({ registry }).decode(unknownVersion)).rejects.toBeInstanceOf(
+        SchemaRegistryUnavailableError,
+      );
+      await expect(registry.idFor(schema, { register: false })).rejects.toBeInstanceOf(
+        SchemaRegistryUnavailableError,
+      );
+    }
+  });
 });
 
 const ORDER_PROTO = `syntax = "proto3";

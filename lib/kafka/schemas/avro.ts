@@ -21,13 +21,32 @@ export interface AvroDecoderOptions extends DecoderSource {
 
 type Decode = (payload: Buffer) => unknown;
 
+/**
+ * avsc decodes a record into an instance of a generated class whose prototype carries `clone`,
+ * `compare`, `isValid`, `toBuffer`, `toString`, `wrap` and `wrapped` as enumerable methods, so
+ * `for…in` (how a strict Standard Schema such as zod's `.strict()` looks for unknown keys) sees them
+ * as keys, and a valid record is rejected as "Unrecognized keys" and dead-lettered. avsc 5.7 has no
+ * option to decode into plain objects, so the value is copied into plain data here, once, in the
+ * shape JSON gives: records and maps are plain objects (own fields only), arrays are arrays,
+ * `bytes` and `fixed` stay Buffers, enums are their symbol strings, `long` is a number (a value
+ * beyond ±2^53 − 1 is refused by avsc as a precision loss), a union is its value (or, where avsc
+ * must tell branches apart, `{ "<type name>": value }`, Avro's JSON encoding of a union).
+ */
+function plain(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || Buffer.isBuffer(value)) return value;
+  if (Array.isArray(value)) return value.map(plain);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) out[key] = plain((value as Record<string, unknown>)[key]);
+  return out;
+}
+
 const parseSchema = (s: avsc.Schema | Record<string, unknown> | string): avsc.Type =>
   avsc.Type.forSchema((typeof s === "string" ? JSON.parse(s) : s) as avsc.Schema);
 
 function decodeWith(type: avsc.Type, resolver?: ReturnType<avsc.Type["createResolver"]>): Decode {
   return (payload) => {
     try {
-      return resolver ? type.fromBuffer(payload, resolver) : type.fromBuffer(payload);
+      return plain(resolver ? type.fromBuffer(payload, resolver) : type.fromBuffer(payload));
     } catch (error) {
       throw new UndecodableRecordError(
         `bytes do not decode as Avro ${type.name ?? type.typeName}: ${(error as Error).message}`,

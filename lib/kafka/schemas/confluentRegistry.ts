@@ -10,6 +10,10 @@ import { createPromiseCache } from "./schemaCache.ts";
  * - `POST /subjects/{subject}/versions` `{ schema, schemaType }` → `{ id }` (register; an existing schema gets its id)
  * - `POST /subjects/{subject}` `{ schema, schemaType }` → `{ id, version, … }` (look up)
  *
+ * Only the registry's own answers are permanent (`UnknownSchemaError`): 404 with error code 40403
+ * for an id; 404 with 40401 or 40403 for a lookup; 409 (incompatible) or 422 with 42201/42202 for a
+ * registration. Every other answer, a bare 404 included, is `SchemaRegistryUnavailableError`.
+ *
  * Auth is HTTP basic: Confluent Cloud's API key and secret, or a user and password. They come from
  * the options, or the environment, or a Secrets Manager secret holding `{"username","password"}`
  * (the format the Lambda event source mapping's BASIC_AUTH expects, so both can share one secret).
@@ -79,6 +83,35 @@ async function basicHeader(auth: ConfluentAuth | undefined): Promise<string | un
 
 const FORMATS: ReadonlySet<string> = new Set(["AVRO", "PROTOBUF", "JSON"]);
 
+/**
+ * Schema Registry's own error codes (its REST API reference, "Errors"). 40402 (version not found)
+ * would apply to `GET /subjects/{s}/versions/{v}`, which this client never calls.
+ */
+const ERROR_CODE = {
+  subjectNotFound: 40401,
+  schemaNotFound: 40403,
+  incompatible: 409,
+  /** 42201 invalid schema, 42202 invalid version. */
+  invalidSchema: [42201, 42202],
+} as const;
+
+/**
+ * True only when the registry itself gave this answer: the HTTP status AND one of its own error
+ * codes in the JSON body. A bare 404 is not "unknown schema": a URL without its path prefix
+ * (Apicurio's `/apis/ccompat/v7`, a proxy's), a load balancer's error page or a wrong host all
+ * answer 404 for every id, and reading that as "unknown" would dead-letter every healthy framed
+ * record. Anything that is not such an answer is the registry being unreachable or misconfigured:
+ * `SchemaRegistryUnavailableError`, transient, retried and alarmed, never a dead letter.
+ */
+function registryAnswered(
+  r: { status: number; json: unknown },
+  status: number,
+  codes: readonly number[],
+): boolean {
+  const code = (r.json as { error_code?: unknown } | undefined)?.error_code;
+  return r.status === status && typeof code === "number" && codes.includes(code);
+}
+
 export function confluentRegistry(options: ConfluentRegistryOptions = {}): SchemaRegistry & {
   readonly url: string;
 } {
@@ -138,7 +171,6 @@ export function confluentRegistry(options: ConfluentRegistryOptions = {}): Schem
     return `HTTP ${r.status}${j?.error_code ? ` (${j.error_code})` : ""}${j?.message ? `: ${j.message}` : ""}`;
   };
 
-  /** 404 with 40403 (schema not found) is an answer; everything else that is not 2xx may pass. */
   const unavailable = (what: string, r: { status: number; json: unknown }) =>
     new SchemaRegistryUnavailableError(`schema registry ${url}: ${what}: ${describe(r)}`);
 
@@ -159,7 +191,8 @@ export function confluentRegistry(options: ConfluentRegistryOptions = {}): Schem
   async function fetchUncached(id: string): Promise<RegistrySchema> {
     if (!/^\d+$/.test(id)) throw new UnknownSchemaError(`'${id}' is not a Confluent schema id`);
     const r = await request("GET", `/schemas/ids/${id}`);
-    if (r.status === 404) throw new UnknownSchemaError(`schema id ${id} is not in ${url}: ${describe(r)}`);
+    if (registryAnswered(r, 404, [ERROR_CODE.schemaNotFound]))
+      throw new UnknownSchemaError(`schema id ${id} is not in ${url}: ${describe(r)}`);
     if (r.status < 200 || r.status > 299) throw unavailable(`schema id ${id}`, r);
     const j = r.json as { schema?: unknown; schemaType?: unknown } | undefined;
     if (typeof j?.schema !== "string") throw unavailable(`schema id ${id} answered without a schema`, r);
@@ -181,7 +214,11 @@ export function confluentRegistry(options: ConfluentRegistryOptions = {}): Schem
     );
     const j = r.json as { id?: unknown } | undefined;
     if (r.status >= 200 && r.status <= 299 && typeof j?.id === "number") return String(j.id);
-    if (r.status === 404 || r.status === 409 || r.status === 422) {
+    const refused = register
+      ? registryAnswered(r, 409, [ERROR_CODE.incompatible]) ||
+        registryAnswered(r, 422, ERROR_CODE.invalidSchema)
+      : registryAnswered(r, 404, [ERROR_CODE.subjectNotFound, ERROR_CODE.schemaNotFound]);
+    if (refused) {
       throw new UnknownSchemaError(
         `schema for subject '${schema.subject}' ${register ? "could not be registered" : "is not registered"}: ${describe(r)}`,
       );

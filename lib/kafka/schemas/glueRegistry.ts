@@ -1,5 +1,6 @@
 import {
   CreateSchemaCommand,
+  GetRegistryCommand,
   GetSchemaByDefinitionCommand,
   GetSchemaVersionCommand,
   GlueClient,
@@ -20,12 +21,21 @@ import { createPromiseCache } from "./schemaCache.ts";
  *   answers with the existing version for a definition it has) and `CreateSchema` for a schema
  *   name the registry does not have yet (`glue:CreateSchema`).
  *
- * Errors: an unknown or malformed version id is UnknownSchemaError (permanent); throttling,
- * access denied (the deployment's fault, not the record's), 5xx and network errors are
- * SchemaRegistryUnavailableError (transient).
+ * Errors: an unknown or malformed version id, or a schema the registry does not have, is
+ * UnknownSchemaError (permanent), but only while the registry this client is configured for
+ * exists: Glue answers EntityNotFoundException for a schema looked up in a registry that does not
+ * exist (a wrong GLUE_SCHEMA_REGISTRY_NAME, region or account) exactly as for a schema that is
+ * missing, and reading that as "unknown" would dead-letter every healthy record. Throttling,
+ * access denied (the deployment's fault, not the record's), a missing registry, 5xx and network
+ * errors are SchemaRegistryUnavailableError (transient: retried and alarmed, never dead-lettered).
  */
 export interface GlueRegistryOptions {
-  /** Where producers register schemas. @default GLUE_SCHEMA_REGISTRY_NAME, else "default-registry" */
+  /**
+   * Where producers register and look up schemas. A consumer that names it (here or with
+   * GLUE_SCHEMA_REGISTRY_NAME) also has an unknown version id checked against it: only while this
+   * registry exists is "version not found" an answer about the record.
+   * @default GLUE_SCHEMA_REGISTRY_NAME, else "default-registry"
+   */
   readonly registryName?: string;
   /** @default new GlueClient({}) */
   readonly client?: GlueClient;
@@ -46,11 +56,12 @@ export { GLUE_REGISTRY_ENV };
 
 const DEFAULTS = { registryName: "default-registry", compatibility: "BACKWARD" } as const;
 
-const PERMANENT = new Set(["EntityNotFoundException", "InvalidInputException"]);
+const nameOf = (error: unknown) => (error as { name?: string }).name ?? "";
 
+/** Glue's answers about the request itself; everything else (access, throttling, 5xx, network) may pass. */
 function classify(error: unknown, what: string): Error {
-  const name = (error as { name?: string }).name ?? "";
-  if (PERMANENT.has(name)) {
+  const name = nameOf(error);
+  if (name === "EntityNotFoundException" || name === "InvalidInputException") {
     return new UnknownSchemaError(`${what}: ${name}: ${(error as Error).message}`, { cause: error });
   }
   return new SchemaRegistryUnavailableError(`${what}: ${name || "error"}: ${(error as Error).message}`, {
@@ -63,7 +74,31 @@ const FORMATS: ReadonlySet<string> = new Set(["AVRO", "PROTOBUF", "JSON"]);
 export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry {
   const env = options.env ?? process.env;
   const client = options.client ?? new GlueClient({});
-  const registryName = options.registryName ?? env[GLUE_REGISTRY_ENV.registryName] ?? DEFAULTS.registryName;
+  const namedRegistry = options.registryName ?? env[GLUE_REGISTRY_ENV.registryName];
+  const registryName = namedRegistry ?? DEFAULTS.registryName;
+  /**
+   * An EntityNotFoundException means "no such schema" only if the registry exists; a missing
+   * registry is the deployment's fault. `glue:GetRegistry` is granted with the registry's other
+   * actions (`grantSchemaRegistryAccess`). Asked only on this rare path, never cached.
+   */
+  async function notFound(error: unknown, what: string): Promise<Error> {
+    if (nameOf(error) !== "EntityNotFoundException") return classify(error, what);
+    try {
+      await client.send(new GetRegistryCommand({ RegistryId: { RegistryName: registryName } }));
+    } catch (registryError) {
+      if (nameOf(registryError) === "EntityNotFoundException") {
+        return new SchemaRegistryUnavailableError(
+          `${what}: the Glue registry '${registryName}' does not exist here (check GLUE_SCHEMA_REGISTRY_NAME, the region and the account): ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      return new SchemaRegistryUnavailableError(
+        `${what}: could not check the Glue registry '${registryName}': ${nameOf(registryError) || "error"}: ${(registryError as Error).message}`,
+        { cause: error },
+      );
+    }
+    return classify(error, what);
+  }
   // Each id is fetched once per container, even under concurrent records (see schemaCache.ts).
   const schemas = createPromiseCache(fetchUncached);
   const ids = createPromiseCache((k: string) => {
@@ -85,7 +120,9 @@ export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry 
     try {
       out = await client.send(new GetSchemaVersionCommand({ SchemaVersionId: id }));
     } catch (error) {
-      throw classify(error, `Glue schema version ${id}`);
+      // A version id is global to the account and region; with no registry named, Glue's answer stands.
+      const what = `Glue schema version ${id}`;
+      throw namedRegistry ? await notFound(error, what) : classify(error, what);
     }
     if (!out.SchemaDefinition || !out.DataFormat || !FORMATS.has(out.DataFormat)) {
       throw new UnknownSchemaError(`Glue schema version ${id} has no usable definition (${out.DataFormat})`);
@@ -124,7 +161,7 @@ export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry 
       return created.SchemaVersionId;
     } catch (error) {
       if (error instanceof UnknownSchemaError) throw error;
-      throw classify(error, what);
+      throw await notFound(error, what);
     }
   }
 }

@@ -24,11 +24,33 @@ export interface ProtobufDecoderOptions extends DecoderSource {
    * bytes as. Confluent framing names the message by its indexes. @default the first message
    */
   readonly messageName?: string;
-  /** protobufjs `toObject` options. @default { longs: String, enums: String, bytes: Buffer, defaults: true } */
+  /**
+   * protobufjs `toObject` options: how a message becomes plain data. Other options can produce
+   * values that are not plain (`longs: undefined` gives `Long` instances).
+   * @default { longs: String, enums: String, bytes: Buffer, defaults: true } (the forms below)
+   */
   readonly toObject?: protobufjs.IConversionOptions;
 }
 
-const TO_OBJECT: protobufjs.IConversionOptions = { longs: String, enums: String, defaults: true };
+/**
+ * A decoded message is plain data (objects with `Object.prototype`, arrays, strings, numbers,
+ * booleans, Buffers, null), so any Standard Schema, a strict one included, checks it as it would
+ * JSON. The forms:
+ * - 64-bit integers (`int64`, `uint64`, `sint64`, `fixed64`, `sfixed64`): decimal strings, lossless
+ *   (`"9223372036854775807"`); 32-bit ones and floats are numbers (NaN and ±Infinity included);
+ * - `bytes`: Buffers (an empty Buffer when unset);
+ * - enums: the value's name (`"CARD"`); a number the reader's enum does not know stays a number;
+ * - a message field that is unset: `null`; repeated fields: arrays (`[]` when empty); maps: plain
+ *   objects; a `oneof`: only its set member is present;
+ * - unset scalars take their proto3 defaults (`""`, `0`, `false`, `"0"` for 64-bit integers, the
+ *   enum's first name); field names are as written in the .proto (`keepCase`).
+ */
+const TO_OBJECT: protobufjs.IConversionOptions = Object.freeze({
+  longs: String,
+  enums: String,
+  bytes: Buffer,
+  defaults: true,
+});
 
 function messagesOf(ns: protobufjs.NamespaceBase): protobufjs.Type[] {
   return ns.nestedArray.filter((n): n is protobufjs.Type => n instanceof protobufjs.Type);

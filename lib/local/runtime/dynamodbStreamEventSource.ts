@@ -224,7 +224,10 @@ export function dynamodbStreamEventSource(
         const id = (f as { itemIdentifier?: unknown } | null)?.itemIdentifier;
         return typeof id === "string" && id !== "" ? records.findIndex((r) => seq(r) === id) : -1;
       },
-      discard: (records, condition, count, last) => discard(shard, [...records], condition, count, last),
+      discard: async (records, condition, count, last) => {
+        await discard(shard, [...records], condition, count, last);
+        return true;
+      },
       stopped: () => abort.signal.aborted,
       pause,
     });

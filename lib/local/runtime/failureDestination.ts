@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Producer } from "kafkajs";
+import { type ConsumedRecord, toMskEvent } from "../mskEventBuilder.ts";
 import type { InvokeResult } from "./functionHost.ts";
 import type { OnFailureDestination } from "./model.ts";
 
@@ -36,6 +37,50 @@ export function invocationRecord(args: {
     timestamp: new Date().toISOString(),
     [args.batchInfoKey]: args.batchInfo,
   };
+}
+
+/**
+ * What Lambda writes to a Kafka on-failure destination (`kafka://<topic>`), one message per failed
+ * record ("Record format for a Kafka destination", Lambda developer guide, kafka-on-failure-
+ * destination): the record's own key (so the destination partitions it as the source did), and as
+ * value a JSON document with the failure metadata of an SQS/SNS destination (`requestContext`,
+ * `responseContext`, `KafkaBatchInfo` with `batchSize: 1` and `recordInfo`) and the record itself
+ * under `payload`, as an MSK event of one record (base64 key and value, headers as byte arrays).
+ * No headers of its own: the record's headers travel inside `payload`.
+ */
+export function kafkaDestinationMessage(args: {
+  functionArn: string;
+  condition: DiscardCondition;
+  approximateInvokeCount: number;
+  lastResult?: InvokeResult;
+  eventSourceArn: string;
+  bootstrapServers: string;
+  record: ConsumedRecord;
+}): { key: Buffer | null; value: string } {
+  const { record } = args;
+  const payload = {
+    bootstrapServers: args.bootstrapServers,
+    ...toMskEvent([record], { eventSourceArn: args.eventSourceArn }),
+  };
+  const metadata = invocationRecord({
+    functionArn: args.functionArn,
+    condition: args.condition,
+    approximateInvokeCount: args.approximateInvokeCount,
+    ...(args.lastResult ? { lastResult: args.lastResult } : {}),
+    batchInfoKey: "KafkaBatchInfo",
+    batchInfo: {
+      batchSize: 1,
+      eventSourceArn: args.eventSourceArn,
+      bootstrapServers: args.bootstrapServers,
+      payloadSize: Buffer.byteLength(JSON.stringify(payload)),
+      recordInfo: {
+        offset: String(record.message.offset),
+        timestamp: new Date(Number(record.message.timestamp)).toISOString(),
+      },
+    },
+  });
+  const key = record.message.key ?? null;
+  return { key: key === null ? null : Buffer.from(key), value: JSON.stringify({ ...metadata, payload }) };
 }
 
 /** Sends the metadata record to an SQS destination (Kafka destinations are handled by the Kafka source). */

@@ -1,9 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer } from "kafkajs";
+import type { Consumer, Kafka, KafkaMessage, Producer } from "kafkajs";
 import { toMskEvent } from "../mskEventBuilder.ts";
 import { filterView, matchesAnyFilter } from "./eventFilter.ts";
-import { type DiscardCondition, invocationRecord, sendToSqsDestination } from "./failureDestination.ts";
+import {
+  type DiscardCondition,
+  invocationRecord,
+  kafkaDestinationMessage,
+  sendToSqsDestination,
+} from "./failureDestination.ts";
 import type { FunctionHost, InvokeResult } from "./functionHost.ts";
 import type { KafkaMapping } from "./model.ts";
 import { type EventSource, newStats } from "./sqsEventSource.ts";
@@ -50,7 +55,10 @@ const GROUP_ERRORS = new Set([
  * - offsets are committed only after the function succeeds for them;
  * - the mapping's rules (maximum record age, retries, bisection, partial responses naming
  *   `{ partition: "topic-partition", offset }`, the on-failure destination) are streamMapping.ts's;
- *   a `kafka://` destination gets the records themselves with failure headers, SQS metadata only.
+ *   a `kafka://` topic gets one message per record in Lambda's documented format (the record's key;
+ *   the failure metadata with the record under `payload`, `kafkaDestinationMessage`), SQS gets
+ *   metadata only. A destination that refuses the write holds the partition until it takes it:
+ *   nothing is committed past a record that is neither processed nor delivered.
  */
 export function kafkaEventSource(
   mapping: KafkaMapping,
@@ -68,6 +76,11 @@ export function kafkaEventSource(
 
   const pause = (ms: number) => sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined);
 
+  /**
+   * Hands records Lambda gives up on to the on-failure destination. Nothing is dropped: a write the
+   * destination refuses (the cluster away) is retried until it lands, the partition held meanwhile,
+   * and only then may the caller commit past the records. `false` when the mapping stopped first.
+   */
   const discard = async (
     topic: string,
     partition: number,
@@ -75,62 +88,66 @@ export function kafkaEventSource(
     condition: DiscardCondition,
     count: number,
     last?: InvokeResult,
-  ) => {
-    if (messages.length === 0) return;
-    stats.discarded += messages.length;
+  ): Promise<boolean> => {
+    if (messages.length === 0) return true;
     const dest = mapping.onFailure;
-    try {
-      if (dest?.kind === "kafka") {
-        producer ??= kafka.producer({ allowAutoTopicCreation: true });
-        await producer.connect();
-        const reason = last && !last.ok ? `${last.errorType}: ${last.errorMessage}` : condition;
-        await producer.send({
-          topic: dest.topic,
-          acks: -1,
-          messages: messages.map((m) => ({
-            key: m.key,
-            value: m.value,
-            headers: {
-              ...(m.headers as IHeaders),
-              "x-lambda-condition": condition,
-              "x-lambda-function-arn": fn.arn,
-              "x-original-topic": topic,
-              "x-original-partition": String(partition),
-              "x-original-offset": String(m.offset),
-              "x-lambda-error": reason.slice(0, 1000),
-            },
-          })),
-        });
-      } else {
-        await sendToSqsDestination(
-          sqs,
-          dest,
-          invocationRecord({
-            functionArn: fn.arn,
-            condition,
-            approximateInvokeCount: count,
-            ...(last ? { lastResult: last } : {}),
-            batchInfoKey: "KafkaBatchInfo",
-            batchInfo: {
-              batchSize: messages.length,
-              bootstrapServers: bootstrapServers.join(","),
-              payloadSize: messages.reduce((n, m) => n + (m.value?.length ?? 0), 0),
-              recordsInfo: {
-                [`${topic}-${partition}`]: {
-                  firstRecordOffset: messages[0]!.offset,
-                  firstRecordTimestamp: messages[0]!.timestamp,
-                  lastRecordOffset: messages.at(-1)!.offset,
-                  lastRecordTimestamp: messages.at(-1)!.timestamp,
+    for (let attempt = 0; !abort.signal.aborted; attempt++) {
+      try {
+        if (dest?.kind === "kafka") {
+          producer ??= kafka.producer({ allowAutoTopicCreation: false });
+          await producer.connect();
+          await producer.send({
+            topic: dest.topic,
+            acks: -1,
+            messages: messages.map((message) =>
+              kafkaDestinationMessage({
+                functionArn: fn.arn,
+                condition,
+                approximateInvokeCount: count,
+                ...(last ? { lastResult: last } : {}),
+                eventSourceArn: mapping.clusterArn,
+                bootstrapServers: bootstrapServers.join(","),
+                record: { topic, partition, message },
+              }),
+            ),
+          });
+        } else {
+          await sendToSqsDestination(
+            sqs,
+            dest,
+            invocationRecord({
+              functionArn: fn.arn,
+              condition,
+              approximateInvokeCount: count,
+              ...(last ? { lastResult: last } : {}),
+              batchInfoKey: "KafkaBatchInfo",
+              batchInfo: {
+                batchSize: messages.length,
+                bootstrapServers: bootstrapServers.join(","),
+                payloadSize: messages.reduce((n, m) => n + (m.value?.length ?? 0), 0),
+                recordsInfo: {
+                  [`${topic}-${partition}`]: {
+                    firstRecordOffset: messages[0]!.offset,
+                    firstRecordTimestamp: messages[0]!.timestamp,
+                    lastRecordOffset: messages.at(-1)!.offset,
+                    lastRecordTimestamp: messages.at(-1)!.timestamp,
+                  },
                 },
               },
-            },
-          }),
-        );
+            }),
+          );
+        }
+        stats.discarded += messages.length;
+        return true;
+      } catch (error) {
+        if (attempt === 0)
+          process.emitWarning(
+            `${mapping.logicalId}: on-failure destination refused ${messages.length} record(s), retrying: ${(error as Error).message}`,
+          );
+        await pause(Math.min(5_000, 200 * 2 ** Math.min(attempt, 5)));
       }
-    } catch (error) {
-      // Lambda keeps retrying until the destination accepts; locally we report and move on.
-      process.emitWarning(`${mapping.logicalId}: on-failure destination: ${(error as Error).message}`);
     }
+    return false;
   };
 
   /** One chunk through Lambda's stream rules (streamMapping.ts); `commit(next)` after each settled prefix. */

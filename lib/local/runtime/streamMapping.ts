@@ -29,13 +29,16 @@ export interface StreamSource<M> {
   invoke(records: ReadonlyArray<M>): Promise<InvokeResult>;
   /** The index of the record a `batchItemFailures` entry names; -1 when it names none of them. */
   failedIndex(failure: unknown, records: ReadonlyArray<M>): number;
-  /** Sends records the mapping gives up on to the on-failure destination. */
+  /**
+   * Sends records the mapping gives up on to the on-failure destination. `false`: the destination
+   * refused them, and the batch stops where it is (retried later) rather than pass over them.
+   */
   discard(
     records: ReadonlyArray<M>,
     condition: DiscardCondition,
     invokes: number,
     last?: InvokeResult,
-  ): Promise<void>;
+  ): Promise<boolean | undefined>;
   /** `done` are finished (processed or discarded), `rest` still to come: move the checkpoint. */
   settled?(done: ReadonlyArray<M>, rest: ReadonlyArray<M>): Promise<void>;
   /** The mapping stopped, or no longer owns the shard or partition: stop retrying. */
@@ -55,7 +58,7 @@ export async function runStreamBatch<M>(batch: ReadonlyArray<M>, source: StreamS
   let invokes = 0;
   while (work.length > 0 && !source.stopped()) {
     const item = work[0]!;
-    await discardAged(item, source, invokes);
+    if (!(await discardAged(item, source, invokes))) return;
     if (item.records.length === 0) {
       work.shift();
       continue;
@@ -93,7 +96,7 @@ export async function runStreamBatch<M>(batch: ReadonlyArray<M>, source: StreamS
     item.attempts++;
     if (mapping.maximumRetryAttempts >= 0 && item.attempts > mapping.maximumRetryAttempts) {
       stats.failed += item.records.length;
-      await source.discard(item.records, "RetryAttemptsExhausted", invokes, result);
+      if ((await source.discard(item.records, "RetryAttemptsExhausted", invokes, result)) === false) return;
       await source.settled?.(item.records, []);
       work.shift();
       continue;
@@ -102,15 +105,19 @@ export async function runStreamBatch<M>(batch: ReadonlyArray<M>, source: StreamS
   }
 }
 
-/** Records past MaximumRecordAgeInSeconds leave the batch for the on-failure destination. */
-async function discardAged<M>(item: Work<M>, source: StreamSource<M>, invokes: number): Promise<void> {
+/**
+ * Records past MaximumRecordAgeInSeconds leave the batch for the on-failure destination; false
+ * when the destination refused them (the batch then holds its place: nothing is passed over).
+ */
+async function discardAged<M>(item: Work<M>, source: StreamSource<M>, invokes: number): Promise<boolean> {
   const maxAge = source.mapping.maximumRecordAgeSeconds;
-  if (maxAge < 0) return;
+  if (maxAge < 0) return true;
   const now = Date.now();
   const old = item.records.filter((r) => source.ageSeconds(r, now) > maxAge);
-  if (old.length === 0) return;
-  await source.discard(old, "RecordAgeExceeded", invokes);
+  if (old.length === 0) return true;
+  if ((await source.discard(old, "RecordAgeExceeded", invokes)) === false) return false;
   item.records = item.records.filter((r) => !old.includes(r));
+  return true;
 }
 
 /**
