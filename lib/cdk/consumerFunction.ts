@@ -364,6 +364,23 @@ export abstract class ConsumerFunctionBase extends Construct {
           onFailure: new KafkaDlq(deadLetter),
         }),
     );
+    this.grantMskTrigger(cluster, topics, groupOf);
+    this.addEnvironment(LAMBDA_ENV.kafkaBrokers, cluster.bootstrapBrokers)
+      .addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic)
+      .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
+      .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
+    for (const [name, value] of Object.entries(registry?.env ?? {})) this.addEnvironment(name, value);
+    this.addLadderRetryPath(ladder);
+    return mappings;
+  }
+
+  /** What the trigger's mappings and the consumer's producer do with the function's role. */
+  private grantMskTrigger(
+    cluster: MskClusterRef,
+    topics: ReturnType<typeof ladderTopics>,
+    groupOf: (topic: string) => string,
+  ): void {
+    const consumed = topics.filter((t) => t.role !== "dead-letter");
     MskGrants.eventSourceMapping(this.function, cluster);
     MskGrants.consume(
       this.function,
@@ -380,13 +397,6 @@ export abstract class ConsumerFunctionBase extends Construct {
       cluster,
       topics.filter((t) => t.role !== "main").map((t) => t.name),
     );
-    this.addEnvironment(LAMBDA_ENV.kafkaBrokers, cluster.bootstrapBrokers)
-      .addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic)
-      .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
-      .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
-    for (const [name, value] of Object.entries(registry?.env ?? {})) this.addEnvironment(name, value);
-    this.addLadderRetryPath(ladder);
-    return mappings;
   }
 
   /** The ladder's retry path, which the dedup window must outlast (`useDedupWindow`). */

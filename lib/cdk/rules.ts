@@ -548,6 +548,13 @@ export interface KafkaMappingCheck {
  *   limit, Lambda applies 10.
  */
 export function checkKafkaMapping(m: KafkaMappingCheck): void {
+  checkKafkaMappingMode(m);
+  checkKafkaFailurePath(m);
+  checkKafkaRetries(m);
+}
+
+/** Provisioned mode and partial batch responses: what the consumer's answer relies on. */
+function checkKafkaMappingMode(m: KafkaMappingCheck): void {
   if (!m.provisioned) {
     throw new ConsumerRuleError(
       m.schemaRegistry ? "KafkaSchemaRegistryNeedsProvisionedMode" : "KafkaMappingNotProvisioned",
@@ -566,6 +573,10 @@ export function checkKafkaMapping(m: KafkaMappingCheck): void {
       m.path,
     );
   }
+}
+
+/** Where what Lambda gives up on goes: nowhere that drops it, and never a crash loop. */
+function checkKafkaFailurePath(m: KafkaMappingCheck): void {
   const age = m.maxRecordAgeSeconds ?? -1;
   const destination = m.onFailureDestination;
   const kafkaDestination = destination?.startsWith("kafka://")
@@ -613,6 +624,11 @@ export function checkKafkaMapping(m: KafkaMappingCheck): void {
       m.path,
     );
   }
+}
+
+/** A retry limit in range, and above the hand-backs of a healthy record waiting to be due. */
+function checkKafkaRetries(m: KafkaMappingCheck): void {
+  const rawRetries = m.retryAttempts ?? -1;
   if (!isKnown(rawRetries)) return;
   if (!Number.isInteger(rawRetries) || rawRetries < -1 || rawRetries > MSK_TRIGGER_LIMITS.maxRetryAttempts) {
     throw new ConsumerRuleError(
