@@ -69,7 +69,8 @@ const GUARDED_MAIN = [
 function findPython(given: string | undefined): string {
   const explicit = given ?? process.env.LOCALSTACK_PYTHON;
   if (explicit) {
-    if (!existsSync(explicit)) throw new MissingPrerequisiteError(`${explicit} does not exist.\n${INSTALL_HINT}`);
+    if (!existsSync(explicit))
+      throw new MissingPrerequisiteError(`${explicit} does not exist.\n${INSTALL_HINT}`);
     return explicit;
   }
   const here = dirname(fileURLToPath(import.meta.url));

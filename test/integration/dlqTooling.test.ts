@@ -25,6 +25,7 @@ import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
+import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
 
 const name = names(import.meta.url);
 const ddb = dynamodb();
@@ -47,7 +48,7 @@ async function recordsIn(topic: string): Promise<number> {
   }
 }
 
-describe("Kafka dead-letter topic: inspect and replay", () => {
+describeWithoutSqs("Kafka dead-letter topic: inspect and replay", () => {
   it("replay returns DLQ records to their original topic exactly once, with filters and a dry run", async () => {
     const topic = name("orders");
     const dlq = `${topic}.DLQ`;

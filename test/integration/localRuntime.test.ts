@@ -16,6 +16,7 @@ import { FunctionHost } from "../../lib/local/runtime/functionHost.ts";
 import type { LocalFunction } from "../../lib/local/runtime/model.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";
+import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
 
 const name = names(import.meta.url);
 const ASSET_ROOT = fileURLToPath(new URL("../fixtures/templates/", import.meta.url));
@@ -402,7 +403,7 @@ describe("local runtime: DynamoDB Streams trigger", () => {
   });
 });
 
-describe("local runtime: MSK trigger", () => {
+describeWithoutSqs("local runtime: MSK trigger", () => {
   it("commits offsets only after success, resumes at a partial response's offset, and sends exhausted records to the kafka:// destination", async () => {
     const record = await recordTable("msk");
     const topic = name("events");
@@ -599,7 +600,7 @@ describe("local runtime: MSK trigger", () => {
   }, 150_000);
 });
 
-describe("local runtime: function host", () => {
+describeWithoutSqs("local runtime: function host", () => {
   const fn = (record: string, timeoutSeconds: number, sleepMs: number): LocalFunction => ({
     logicalId: "Fn",
     name: name("host-fn"),

@@ -8,11 +8,16 @@ import { describe, expect, it } from "vitest";
 const launcher = fileURLToPath(new URL("../../lib/local/localstack.ts", import.meta.url));
 
 /** A parent process that starts LocalStack's runtime and prints its endpoint, pid and data dir. */
-async function startParent(): Promise<{ parent: ChildProcess; endpoint: string; pid: number; dataDir: string }> {
+async function startParent(): Promise<{
+  parent: ChildProcess;
+  endpoint: string;
+  pid: number;
+  dataDir: string;
+}> {
   const script = [
     `const { startLocalStack } = await import(${JSON.stringify(launcher)});`,
     "const ls = await startLocalStack();",
-    "console.log(`UP ${ls.endpoint} ${ls.pid} ${ls.dataDir}`);",
+    "console.log(['UP', ls.endpoint, ls.pid, ls.dataDir].join(' '));",
     // Not SIGINT: childProcess.ts answers that itself, killing the children at once.
     "process.on('SIGUSR2', async () => { await ls.stop(); process.exit(0); });",
     "setInterval(() => {}, 1000);",
@@ -75,7 +80,9 @@ describe("LocalStack's runtime launcher (lib/local/localstack.ts)", () => {
     try {
       const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "launcher-probe" }));
       expect(QueueUrl).toBe(`${endpoint}/queue/us-east-1/000000000000/launcher-probe`);
-      expect((await sqs.send(new GetQueueUrlCommand({ QueueName: "launcher-probe" }))).QueueUrl).toBe(QueueUrl);
+      expect((await sqs.send(new GetQueueUrlCommand({ QueueName: "launcher-probe" }))).QueueUrl).toBe(
+        QueueUrl,
+      );
     } finally {
       sqs.destroy();
     }

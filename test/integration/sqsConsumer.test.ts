@@ -17,6 +17,7 @@ import { lambdaContext } from "../../lib/local/lambdaContext.ts";
 import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
+import { SQS_NAME } from "../support/sqsSubstrate.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";
 
 const name = names(import.meta.url);
@@ -40,7 +41,7 @@ async function queue(what: string, options?: Parameters<typeof createQueueWithDl
 const Msg = z.object({ id: z.string(), n: z.number().optional() });
 type Msg = z.infer<typeof Msg>;
 
-describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
+describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
   it("applies each key once: same key sent twice, and the same SQS message redelivered", async () => {
     const q = await queue("dups");
     const effects = new Map<string, number>();
