@@ -299,7 +299,8 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
       },
       { schema: Msg, key: (m) => m.id, idempotency: { tableName: table, scope: "fifo" }, concurrency: 4 },
     );
-    // fauxqs hands out one message per group per receive, so the batch is assembled as Lambda would.
+    // fauxqs hands out one message per group per receive (SQS and LocalStack several: see
+    // sqsSemantics.test.ts), so the batch is assembled as Lambda would.
     const ids = ["A1", "B1", "A2", "B2", "A3", "B3"];
     const event: SQSEvent = {
       Records: ids.map((id, i) =>
