@@ -13,6 +13,26 @@ const HEAVY = [
 ];
 
 /**
+ * The SQS-side integration tests, run a second time with SQS on LocalStack's own runtime
+ * (localstack-core from PyPI, started by the global setup; test/support/sqsSubstrate.ts). DynamoDB
+ * Local and Kafka stay shared with the first run.
+ */
+const SQS_SIDE = [
+  "test/integration/smoke-sqs.test.ts",
+  "test/integration/sqsSemantics.test.ts",
+  "test/integration/sqsConsumer.test.ts",
+  "test/integration/sqsHeartbeat.test.ts",
+  "test/integration/dlqTooling.test.ts",
+  "test/integration/consumerFixes.test.ts",
+  "test/integration/concurrentInvocations.test.ts",
+  "test/integration/examples.test.ts",
+  "test/integration/outbox.test.ts",
+  "test/integration/outboxSweeper.test.ts",
+  "test/integration/outboxOrder.test.ts",
+  "test/integration/localRuntime.test.ts",
+];
+
+/**
  * Code and tests import the package by its own name (`reliable-consumers/sqs`); this condition
  * resolves those imports to the TypeScript sources in lib/ (package.json `exports`), so tests run
  * the current code with no build step. tsconfig.json (`customConditions`) and the tsx scripts
@@ -43,6 +63,15 @@ export default defineConfig({
           name: "suite",
           include: ["test/**/*.test.ts"],
           exclude: HEAVY,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "sqs-localstack",
+          include: SQS_SIDE,
+          provide: { sqsSubstrate: "localstack" },
           sequence: { groupOrder: 0 },
         },
       },

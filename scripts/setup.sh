@@ -14,6 +14,10 @@
 # - cfn-lint and moto's server (requirements-test.txt, pinned) in the project's own virtual
 #   environment .venv/ (gitignored), not the system's.
 # - Apache Kafka (lib/local/kafka/pom.xml): into ~/.m2, its classpath cached in ~/.cache/reliable-consumers.
+# - LocalStack's runtime (requirements-localstack.txt, pinned), the tests' second SQS substrate, in its own
+#   venv .venv-localstack/ (gitignored) on Python >= 3.13: from PATH, else from pyenv's versions, else
+#   `pyenv install` of the newest 3.13 (a fresh machine of the project's kind has pyenv with a 3.13).
+#   SETUP_SKIP_LOCALSTACK=1 skips it (the LocalStack test project then fails, saying how to install it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,3 +64,47 @@ started=$SECONDS
 # Through the launcher itself, so the cache it reads is the one filled here.
 npx --no-install tsx scripts/installKafka.ts
 echo "setup: Kafka ready ($((SECONDS - started)) s)"
+
+# A Python >= 3.13 for LocalStack: on PATH, else among pyenv's versions (pyenv's shims only run the
+# selected versions), else pyenv installs one.
+localstack_python() {
+  local candidate
+  for candidate in "${LOCALSTACK_BASE_PYTHON:-}" python3.14 python3.13 python3; do
+    [[ -n $candidate ]] || continue
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null; then
+      command -v "$candidate"
+      return
+    fi
+  done
+  command -v pyenv >/dev/null 2>&1 || return 1
+  local root
+  root=$(pyenv root)
+  for candidate in $(ls -d "$root"/versions/3.1[3-9]* 2>/dev/null | sort -rV); do
+    if [[ -x $candidate/bin/python3 ]] && "$candidate/bin/python3" -c 'import sys, venv; sys.exit(sys.version_info < (3, 13))' 2>/dev/null; then
+      echo "$candidate/bin/python3"
+      return
+    fi
+  done
+  [[ ${1:-} != installed ]] || return 1
+  echo "setup: no Python >= 3.13; pyenv installs the newest 3.13 (it downloads from python.org)" >&2
+  pyenv install -s 3.13 >&2 || return 1
+  localstack_python installed
+}
+
+started=$SECONDS
+if [[ -n "${SETUP_SKIP_LOCALSTACK:-}" ]]; then
+  echo "setup: LocalStack skipped (SETUP_SKIP_LOCALSTACK)"
+elif [[ ! -x .venv-localstack/bin/python || ! .venv-localstack/.requirements-installed -nt requirements-localstack.txt ]]; then
+  if ! base=$(localstack_python); then
+    echo "setup: LocalStack needs Python >= 3.13 (localstack-core imports warnings.deprecated). Install one" >&2
+    echo "  (pyenv install 3.13, or your package manager's python3.13 with venv), or point" >&2
+    echo "  LOCALSTACK_BASE_PYTHON at it, then run this again; SETUP_SKIP_LOCALSTACK=1 skips it." >&2
+    exit 1
+  fi
+  echo "setup: LocalStack runtime (requirements-localstack.txt) into .venv-localstack/ on $("$base" --version)"
+  rm -rf .venv-localstack
+  "$base" -m venv .venv-localstack
+  .venv-localstack/bin/pip install -q --disable-pip-version-check -r requirements-localstack.txt
+  touch .venv-localstack/.requirements-installed
+fi
+echo "setup: LocalStack runtime in .venv-localstack/ ($((SECONDS - started)) s)"

@@ -44,9 +44,17 @@ export function requireCommand(command: string, installHint: string): void {
 }
 
 /** Spawns a child whose stdin stays an open pipe for as long as this process lives. */
-export function spawnGuarded(command: string, args: string[], options: { cwd?: string } = {}): ChildProcess {
+export function spawnGuarded(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): ChildProcess {
   hookExit();
-  const child = spawn(command, args, { cwd: options.cwd, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    ...(options.env ? { env: options.env } : {}),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   live.add(child);
   child.once("exit", () => live.delete(child));
   // Unref'd so an open emulator never keeps a finished test run alive on its own.

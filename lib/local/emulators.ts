@@ -1,7 +1,8 @@
-import { type DynamoDbLocal, startDynamoDbLocal } from "./dynamodbLocal.ts";
+import { startDynamoDbLocal } from "./dynamodbLocal.ts";
 import { type KafkaCluster, startKafkaCluster } from "./kafkaCluster.ts";
 import { startKafkaMock } from "./kafkaMock.ts";
-import { type SqsLocal, startSqsLocal } from "./sqsLocal.ts";
+import { startSqsLocal } from "./sqsLocal.ts";
+import { EMBEDDED_IDENTITY, hasUpstream, type Upstreams, upstreamIdentity } from "./upstreams.ts";
 
 /**
  * What stands in for MSK:
@@ -15,10 +16,20 @@ export type KafkaSubstrate = "mock" | "real";
 
 export interface LocalKafka {
   readonly substrate: KafkaSubstrate;
+  /** false: brokers the user runs (`upstreams.kafkaBrokers`), never stopped by us. */
+  readonly embedded: boolean;
   /** `127.0.0.1:<port>` of each broker. */
   readonly brokers: string[];
   /** The real cluster's handle (broker stop/start for chaos), when `substrate` is `real`. */
   readonly cluster?: KafkaCluster;
+  stop(): Promise<void>;
+}
+
+/** An AWS service endpoint in use: one we started, or one the user runs (never stopped by us). */
+export interface ServiceEndpoint {
+  /** `http://127.0.0.1:<port>` for ours. */
+  readonly endpoint: string;
+  readonly embedded: boolean;
   stop(): Promise<void>;
 }
 
@@ -27,8 +38,9 @@ export interface LocalKafka {
  * clients at them.
  */
 export interface Emulators {
-  readonly dynamodb: DynamoDbLocal;
-  readonly sqs: SqsLocal;
+  /** DynamoDB, and the endpoint of its Streams (the same for DynamoDB Local and LocalStack). */
+  readonly dynamodb: ServiceEndpoint & { readonly streamsEndpoint: string };
+  readonly sqs: ServiceEndpoint;
   readonly kafka: LocalKafka;
   /** The variables that point AWS SDK v3 clients and our Kafka module at the emulators. */
   readonly env: Record<string, string>;
@@ -42,10 +54,16 @@ export interface EmulatorOptions {
   readonly kafka?: KafkaSubstrate;
   /** Brokers of the real cluster (1, or 3 with RF 3 and min ISR 2). @default 1 */
   readonly kafkaBrokers?: 1 | 3;
+  /**
+   * Services the user already runs (upstreams.ts: `--endpoint-url`, `AWS_ENDPOINT_URL*`,
+   * `--kafka-brokers`), used instead of starting ours, each on its own; with any of them, the
+   * region and credentials are the user's (`upstreamIdentity`). @default none: all embedded
+   */
+  readonly upstreams?: Upstreams;
 }
 
 /** The region the emulators and the local runtime use. */
-export const LOCAL_REGION = "us-east-1";
+export const LOCAL_REGION = EMBEDDED_IDENTITY.region;
 
 /** Reads a `--kafka mock|real` flag (or `--kafka=real`); `fallback` when absent. */
 export function kafkaSubstrateFromArgs(
@@ -66,17 +84,18 @@ export function kafkaSubstrateFromArgs(
 export function emulatorEnv(
   dynamodb: string,
   sqs: string,
-  kafkaBrokers: string[],
+  kafkaBrokers: readonly string[],
   kafkaIdempotent = true,
+  dynamodbStreams = dynamodb,
 ): Record<string, string> {
   return {
     AWS_ENDPOINT_URL_DYNAMODB: dynamodb,
-    AWS_ENDPOINT_URL_DYNAMODB_STREAMS: dynamodb,
+    AWS_ENDPOINT_URL_DYNAMODB_STREAMS: dynamodbStreams,
     AWS_ENDPOINT_URL_SQS: sqs,
     AWS_REGION: LOCAL_REGION,
     AWS_DEFAULT_REGION: LOCAL_REGION,
-    AWS_ACCESS_KEY_ID: "local",
-    AWS_SECRET_ACCESS_KEY: "local",
+    AWS_ACCESS_KEY_ID: EMBEDDED_IDENTITY.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: EMBEDDED_IDENTITY.secretAccessKey,
     KAFKA_BROKERS: kafkaBrokers.join(","),
     KAFKA_IDEMPOTENT: String(kafkaIdempotent),
   };
@@ -90,24 +109,47 @@ export async function startLocalKafka(
 ): Promise<LocalKafka> {
   if (substrate === "mock") {
     const mock = await startKafkaMock();
-    return { substrate, brokers: mock.brokers, stop: () => mock.stop() };
+    return { substrate, embedded: true, brokers: mock.brokers, stop: () => mock.stop() };
   }
   const cluster = await startKafkaCluster({ brokers, ...options });
-  return { substrate, brokers: cluster.brokers, cluster, stop: () => cluster.stop() };
+  return { substrate, embedded: true, brokers: cluster.brokers, cluster, stop: () => cluster.stop() };
 }
 
-/** Starts all three emulators in parallel and exports their endpoints into `process.env`. */
+const embedded = (e: { endpoint: string; stop(): Promise<void> }): ServiceEndpoint => ({
+  endpoint: e.endpoint,
+  embedded: true,
+  stop: () => e.stop(),
+});
+const theirs = (endpoint: string): ServiceEndpoint => ({ endpoint, embedded: false, stop: async () => {} });
+
+/**
+ * Starts the emulators in parallel (each one the user does not run already, see `upstreams`) and
+ * exports their endpoints into `process.env`.
+ */
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
   const substrate = options.kafka ?? "mock";
+  const up = options.upstreams ?? {};
+  const kafkaBrokers = up.kafkaBrokers?.brokers;
   // The real cluster's JVMs start after DynamoDB Local's: on two cores, up to five JVMs starting at
   // once starve one another past their start timeouts. The mock (kcat) starts alongside.
   const first = await Promise.allSettled([
-    startDynamoDbLocal(),
-    startSqsLocal(),
-    ...(substrate === "mock" ? [startLocalKafka("mock")] : []),
+    up.dynamodb ? theirs(up.dynamodb.url) : startDynamoDbLocal().then(embedded),
+    up.sqs ? theirs(up.sqs.url) : startSqsLocal().then(embedded),
+    ...(kafkaBrokers
+      ? [
+          {
+            substrate: "real",
+            embedded: false,
+            brokers: [...kafkaBrokers],
+            stop: async () => {},
+          } as LocalKafka,
+        ]
+      : substrate === "mock"
+        ? [startLocalKafka("mock")]
+        : []),
   ]);
   const started =
-    substrate === "mock" || first.some((s) => s.status === "rejected")
+    kafkaBrokers || substrate === "mock" || first.some((s) => s.status === "rejected")
       ? first
       : [...first, ...(await Promise.allSettled([startLocalKafka("real", options.kafkaBrokers ?? 1)]))];
   const failure = started.find((s) => s.status === "rejected");
@@ -115,12 +157,22 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
     throw (failure as PromiseRejectedResult).reason;
   }
-  const [dynamodb, sqs, kafka] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
-    DynamoDbLocal,
-    SqsLocal,
+  const [ddb, sqs, kafka] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
+    ServiceEndpoint,
+    ServiceEndpoint,
     LocalKafka,
   ];
-  const env = emulatorEnv(dynamodb.endpoint, sqs.endpoint, kafka.brokers, kafka.substrate === "real");
+  const dynamodb = { ...ddb, streamsEndpoint: up.dynamodbStreams?.url ?? ddb.endpoint };
+  const env = {
+    ...emulatorEnv(
+      dynamodb.endpoint,
+      sqs.endpoint,
+      kafka.brokers,
+      kafka.substrate === "real",
+      dynamodb.streamsEndpoint,
+    ),
+    ...(hasUpstream(up) ? upstreamIdentity() : {}),
+  };
   if (options.applyEnv !== false) Object.assign(process.env, env);
   return {
     dynamodb,

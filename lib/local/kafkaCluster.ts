@@ -1,16 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Kafka, logLevel } from "kafkajs";
@@ -18,6 +9,7 @@ import { Kafka, logLevel } from "kafkajs";
 import "../kafka/kafkajsRequestQueueFix.ts";
 import { drain, requireCommand, spawnGuarded, stopChild, waitForLine } from "./childProcess.ts";
 import { type KafkaDistribution, kafkaDistribution } from "./kafkaDistribution.ts";
+import { ownedTempDir } from "./ownedTempDir.ts";
 
 /**
  * A real Apache Kafka 4.x cluster in KRaft mode on this machine, in two shapes:
@@ -132,29 +124,6 @@ async function freePorts(count: number): Promise<number[]> {
 }
 
 const DATA_DIR_PREFIX = "rc-kafka-";
-
-/**
- * A parent killed with SIGKILL cannot delete its temp data dir (its brokers halt, see
- * GuardedKafka.java). Each dir names its owner's PID; we delete those whose owner is gone.
- */
-function sweepStaleDataDirs(): void {
-  let entries: string[];
-  try {
-    entries = readdirSync(tmpdir()).filter((e) => e.startsWith(DATA_DIR_PREFIX));
-  } catch {
-    return;
-  }
-  for (const entry of entries) {
-    const dir = join(tmpdir(), entry);
-    try {
-      const owner = Number(readFileSync(join(dir, "owner.pid"), "utf8"));
-      process.kill(owner, 0);
-    } catch (error) {
-      // ESRCH: the owner is dead. (EPERM: alive, someone else's; a missing file: being created.)
-      if ((error as NodeJS.ErrnoException).code === "ESRCH") rmSync(dir, { recursive: true, force: true });
-    }
-  }
-}
 
 /** Kafka's own cluster-id format: 16 random bytes in URL-safe base64, never starting with '-'. */
 function randomClusterId(): string {
@@ -411,9 +380,7 @@ async function startOnce(
   const shape = { replicationFactor: count, minIsr: count === 1 ? 1 : 2 };
   const timeoutMs = options.startTimeoutMs ?? KAFKA_CLUSTER_DEFAULTS.startTimeoutMs;
   const ownsDataDir = options.dataDir === undefined;
-  if (ownsDataDir) sweepStaleDataDirs();
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), DATA_DIR_PREFIX));
-  if (ownsDataDir) writeFileSync(join(dataDir, "owner.pid"), String(process.pid));
+  const dataDir = options.dataDir ?? ownedTempDir(DATA_DIR_PREFIX);
   const clusterId = randomClusterId();
 
   const nodes = nodeSpecs(await freePorts(count + 1), count, dataDir, shape, options);

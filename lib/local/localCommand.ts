@@ -1,6 +1,7 @@
 /**
- * `reliable-consumers local`: runs the user's CDK app on the embedded emulators, with Lambda's
- * trigger semantics (SQS, DynamoDB Streams, MSK, schedules), until Ctrl-C. Synthesizes the app
+ * `reliable-consumers local`: runs the user's CDK app on the embedded emulators, or on those the
+ * user already runs (`--endpoint-url`, the `AWS_ENDPOINT_URL*` variables, `--kafka-brokers`), with
+ * Lambda's trigger semantics (SQS, DynamoDB Streams, MSK, schedules), until Ctrl-C. Synthesizes the app
  * like the cdk CLI (`--app "<command>"`, or cdk.json's `app`), or takes a synthesized `--cdk-out`;
  * prints the endpoints, the resources and what is not emulated; streams each function's logs
  * with its name.
@@ -15,6 +16,13 @@ import { assertPrerequisites } from "./prerequisites.ts";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
 import { SynthError, synthesize } from "./runtime/synth.ts";
 import { untilSignal } from "./signals.ts";
+import {
+  checkUpstreams,
+  describeUpstreams,
+  resolveUpstreams,
+  UpstreamError,
+  upstreamIdentity,
+} from "./upstreams.ts";
 
 export const LOCAL_USAGE = `usage: reliable-consumers local [--app "<command>" | --cdk-out <dir>] [options]
   --app <command>     the command that runs your CDK app, as for 'cdk --app' (default: cdk.json's "app")
@@ -22,7 +30,11 @@ export const LOCAL_USAGE = `usage: reliable-consumers local [--app "<command>" |
   --stack <name>      the stack to run when the app has several
   --context key=value CDK context for the synth (repeatable)
   --log-dir <dir>     where each function's log file goes (default: a temporary directory)
-  --quiet             do not stream function logs to the terminal`;
+  --quiet             do not stream function logs to the terminal
+  --endpoint-url <url>  create the resources on emulators you run already (LocalStack: http://localhost:4566)
+                      instead of ours, for every AWS service; AWS_ENDPOINT_URL_SQS, _DYNAMODB, _DYNAMODB_STREAMS
+                      and AWS_ENDPOINT_URL do so per service, as for the AWS CLI; the rest stay embedded
+  --kafka-brokers <host:port,...>  a Kafka you run instead of our Kafka mock`;
 
 const SHUTDOWN_BOUND_MS = 15_000;
 
@@ -104,6 +116,8 @@ export async function localCommand(argv: string[]): Promise<number> {
       context: { type: "string", multiple: true, default: [] },
       "log-dir": { type: "string" },
       quiet: { type: "boolean", default: false },
+      "endpoint-url": { type: "string" },
+      "kafka-brokers": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -121,7 +135,20 @@ export async function localCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const context = parseContext(values.context);
-  assertPrerequisites();
+  let upstreams: ReturnType<typeof resolveUpstreams>;
+  try {
+    upstreams = resolveUpstreams({
+      ...(values["endpoint-url"] !== undefined ? { endpointUrl: values["endpoint-url"] } : {}),
+      ...(values["kafka-brokers"] !== undefined ? { kafkaBrokers: values["kafka-brokers"] } : {}),
+    });
+    // Before the synth: a service that is not there fails the run at once.
+    await checkUpstreams(upstreams, upstreamIdentity());
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    log(`local: ${error.message}`);
+    return 3;
+  }
+  assertPrerequisites({ dynamodb: !upstreams.dynamodb, sqs: !upstreams.sqs, kafka: !upstreams.kafkaBrokers });
   const workDir = mkdtempSync(join(tmpdir(), "reliable-consumers-local-"));
   const logDir = resolve(values["log-dir"] ?? join(workDir, "logs"));
   mkdirSync(logDir, { recursive: true });
@@ -148,8 +175,8 @@ export async function localCommand(argv: string[]): Promise<number> {
     }
   }
 
-  log("local: starting DynamoDB Local, fauxqs and the Kafka mock...");
-  const emulators = await startEmulators();
+  log(`local: ${describeUpstreams(upstreams).join("; ")}; starting the embedded ones...`);
+  const emulators = await startEmulators({ upstreams });
   let runtime: LocalRuntime | undefined;
   try {
     runtime = await startLocalRuntime({

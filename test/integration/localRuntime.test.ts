@@ -16,6 +16,7 @@ import { FunctionHost } from "../../lib/local/runtime/functionHost.ts";
 import type { LocalFunction } from "../../lib/local/runtime/model.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";
+import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
 
 const name = names(import.meta.url);
 const ASSET_ROOT = fileURLToPath(new URL("../fixtures/templates/", import.meta.url));
@@ -224,20 +225,35 @@ describe("local runtime: SQS trigger", () => {
         })),
       }),
     );
+    // The three may reach the function in one batch or, with two pollers long-polling, in two (SQS
+    // may split them; LocalStack's SQS often does): the batch with b1 is the one that failed.
+    const failedBatch = (all: Invocation[]) => fromQueue(all).find((i) => i.ids.includes("b1"));
+    const bIds = (all: Invocation[]) =>
+      fromQueue(all)
+        .flatMap((i) => i.ids)
+        .filter((id) => id.startsWith("b"));
     const afterB = await until(
       "the failed batch's redelivery",
       () => invocations(ddb, record),
-      (all) =>
-        fromQueue(all)
-          .flatMap((i) => i.ids)
-          .filter((id) => id.startsWith("b")).length >= 6,
+      (all) => {
+        const failed = failedBatch(all);
+        const ids = bIds(all);
+        return (
+          failed !== undefined &&
+          ["b0", "b2"].every((id) => ids.includes(id)) &&
+          failed.ids.every((id) => ids.filter((x) => x === id).length >= 2)
+        );
+      },
     );
-    const b = fromQueue(afterB)
-      .flatMap((i) => i.ids)
-      .filter((id) => id.startsWith("b"));
-    // A function error deletes nothing: every message of the batch is delivered again.
-    expect(b.filter((id) => id === "b0")).toHaveLength(2);
-    expect(b.filter((id) => id === "b2")).toHaveLength(2);
+    const failed = failedBatch(afterB)!.ids;
+    const b = bIds(afterB);
+    // A function error deletes nothing: every message of the failed batch is delivered again, and
+    // only those.
+    for (const id of ["b0", "b1", "b2"])
+      expect(
+        b.filter((x) => x === id),
+        id,
+      ).toHaveLength(failed.includes(id) ? 2 : 1);
 
     // Filtered: the non-matching message never reaches the function, and is deleted.
     const f = (await invocations(ddb, record)).filter((i) => i.source === filtered.arn).flatMap((i) => i.ids);
@@ -402,7 +418,7 @@ describe("local runtime: DynamoDB Streams trigger", () => {
   });
 });
 
-describe("local runtime: MSK trigger", () => {
+describeWithoutSqs("local runtime: MSK trigger", () => {
   it("commits offsets only after success, resumes at a partial response's offset, and sends exhausted records to the kafka:// destination in Lambda's format, holding the partition until it takes them", async () => {
     const record = await recordTable("msk");
     const topic = name("events");
@@ -610,7 +626,7 @@ describe("local runtime: MSK trigger", () => {
   }, 150_000);
 });
 
-describe("local runtime: function host", () => {
+describeWithoutSqs("local runtime: function host", () => {
   const fn = (record: string, timeoutSeconds: number, sleepMs: number): LocalFunction => ({
     logicalId: "Fn",
     name: name("host-fn"),

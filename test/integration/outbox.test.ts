@@ -22,6 +22,7 @@ import {
   streamTrigger,
 } from "../support/outboxHarness.ts";
 import { createQueueWithDlq, deleteQueues, sendAll, type TestQueue } from "../support/queues.ts";
+import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";
 
 const name = names(import.meta.url);
@@ -118,7 +119,7 @@ describe("order-consumer → app table → relay → SQS", () => {
   });
 });
 
-describe("unit of work against DynamoDB Local", () => {
+describeWithoutSqs("unit of work against DynamoDB Local", () => {
   let table: string;
   beforeAll(async () => {
     ({ table } = await appTable("uow"));

@@ -9,6 +9,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqs } from "../support/clients.ts";
 import { names } from "../support/names.ts";
+import { onLocalStack, SQS_NAME } from "../support/sqsSubstrate.ts";
 
 const name = names(import.meta.url);
 const client = sqs();
@@ -49,7 +50,17 @@ const receive = (url: string) =>
     }),
   );
 
-describe("fauxqs smoke", () => {
+describe(`${SQS_NAME} smoke`, () => {
+  it("runs on the SQS this pass is for (its queue URLs tell them apart)", () => {
+    // fauxqs names a host of its own; LocalStack (SQS_ENDPOINT_STRATEGY=path) its gateway and a path.
+    expect(queueUrl).toMatch(
+      onLocalStack
+        ? /^http:\/\/127\.0\.0\.1:\d+\/queue\/us-east-1\/000000000000\/smoke-/
+        : /^http:\/\/sqs\.us-east-1\.localhost:\d+\/000000000000\/smoke-/,
+    );
+    expect(new URL(queueUrl).port).toBe(new URL(process.env.AWS_ENDPOINT_URL_SQS!).port);
+  });
+
   it("sends, receives, changes visibility, and redrives to the DLQ after maxReceiveCount", async () => {
     await client.send(
       new SendMessageCommand({

@@ -17,6 +17,7 @@ import { lambdaContext } from "../../lib/local/lambdaContext.ts";
 import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
+import { SQS_NAME } from "../support/sqsSubstrate.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";
 
 const name = names(import.meta.url);
@@ -40,7 +41,7 @@ async function queue(what: string, options?: Parameters<typeof createQueueWithDl
 const Msg = z.object({ id: z.string(), n: z.number().optional() });
 type Msg = z.infer<typeof Msg>;
 
-describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
+describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
   it("applies each key once: same key sent twice, and the same SQS message redelivered", async () => {
     const q = await queue("dups");
     const effects = new Map<string, number>();
@@ -298,7 +299,8 @@ describe("sqsConsumer against fauxqs and DynamoDB Local", () => {
       },
       { schema: Msg, key: (m) => m.id, idempotency: { tableName: table, scope: "fifo" }, concurrency: 4 },
     );
-    // fauxqs hands out one message per group per receive, so the batch is assembled as Lambda would.
+    // fauxqs hands out one message per group per receive (SQS and LocalStack several: see
+    // sqsSemantics.test.ts), so the batch is assembled as Lambda would.
     const ids = ["A1", "B1", "A2", "B2", "A3", "B3"];
     const event: SQSEvent = {
       Records: ids.map((id, i) =>

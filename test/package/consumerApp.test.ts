@@ -12,14 +12,17 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { ListQueuesCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalStack, startLocalStack } from "../../lib/local/localstack.ts";
 
 /**
  * The package as a user gets it: `npm pack` builds it (prepack), the tarball (not a link) goes into
  * a copy of examples/consumer-app, which typechecks with a stock `cdk init` tsconfig, synthesizes
  * with its own handler, runs its bundled handler under plain Node 24, and runs on
- * `reliable-consumers local` with a message through SQS → handler → DynamoDB.
+ * `reliable-consumers local` with a message through SQS → handler → DynamoDB: on the embedded
+ * emulators, then with SQS on a LocalStack the user runs (LocalStack's runtime) beside the embedded
+ * DynamoDB Local.
  * npm installs come from the cache the repository's own `npm ci` filled (--prefer-offline).
  */
 const REPO = join(import.meta.dirname, "..", "..");
@@ -28,7 +31,10 @@ const app = join(work, "consumer-app");
 const timings: Record<string, number> = {};
 // Node 24 from the repository's `node` devDependency, first on PATH for npm, npx and the app.
 // No NODE_OPTIONS: the suite's source condition would point the app at lib/, which the tarball lacks.
-const { NODE_OPTIONS: _sourceCondition, ...parentEnv } = process.env;
+// No AWS_ENDPOINT_URL*: the suite's own emulators would be taken for emulators the user runs.
+const parentEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => k !== "NODE_OPTIONS" && !k.startsWith("AWS_ENDPOINT_URL")),
+);
 const env = { ...parentEnv, PATH: `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}` };
 
 function timed<T>(step: string, f: () => T): T {
@@ -47,6 +53,7 @@ let tarball: string;
 let packedFiles: string[] = [];
 let cdkOut: string;
 let local: ChildProcess | undefined;
+let localstack: LocalStack | undefined;
 
 beforeAll(() => {
   tarball = timed("npm pack", () => {
@@ -71,6 +78,7 @@ afterAll(async () => {
   if (local && local.exitCode === null) {
     local.kill("SIGKILL");
   }
+  await localstack?.stop();
   rmSync(work, { recursive: true, force: true });
   console.log(`consumer-app test steps (ms): ${JSON.stringify(timings)}`);
 });
@@ -153,74 +161,117 @@ describe("examples/consumer-app from the packed tarball", () => {
   });
 
   it("runs on `reliable-consumers local`: a message goes SQS → handler → DynamoDB, and its logs stream by name", async () => {
-    const t0 = Date.now();
-    let output = "";
-    // The installed bin itself (not through npx), so that Ctrl-C (SIGINT) reaches it.
-    local = spawn(
-      join(app, "node_modules", ".bin", "reliable-consumers"),
-      ["local", "--app", "npx tsx bin/app.ts"],
-      {
-        cwd: app,
-        env,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    local.stdout!.on("data", (d: Buffer) => (output += d.toString()));
-    local.stderr!.on("data", (d: Buffer) => (output += d.toString()));
-    const waitFor = async (pattern: RegExp, ms: number) => {
-      const until = Date.now() + ms;
-      while (!pattern.test(output)) {
-        if (Date.now() > until || local!.exitCode !== null)
-          throw new Error(`no ${pattern} after ${ms} ms (exit ${local!.exitCode}):\n${output.slice(-4000)}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      return pattern.exec(output)!;
-    };
-    await waitFor(/local: ready/, 240_000);
-    timings["local start"] = Date.now() - t0;
-    const endpoint = (name: string) => new RegExp(`export ${name}=(\\S+)`).exec(output)![1]!;
-    // The queue that triggers the consumer, by its mapping (queue names are the construct's own).
-    const ordersQueue = /EventSourceMapping\s+SQS (\S+) → ConsumerApp-OrderConsumer/.exec(output)?.[1];
-    const queueUrl = ordersQueue
-      ? new RegExp(`^\\s+${ordersQueue}\\s+(http\\S+)$`, "m").exec(output)?.[1]
-      : undefined;
-    const ordersTable = /^\s+(ConsumerApp-OrdersTable\S*)$/m.exec(output)?.[1];
-    expect(queueUrl, output).toBeDefined();
-    expect(ordersTable, output).toBeDefined();
-    expect(output).toMatch(/AWS::Lambda::EventSourceMapping\s+DynamoDB stream .* → ConsumerApp-OutboxRelay/);
+    const run = await runLocal("local");
+    expect(run.output).toMatch(/SQS: fauxqs \(embedded\); DynamoDB and Streams: DynamoDB Local \(embedded\)/);
+    await run.orderStored("o-42");
+    await run.stop();
+  }, 360_000);
 
-    const credentials = { accessKeyId: "local", secretAccessKey: "local" };
-    const sqs = new SQSClient({
-      region: "us-east-1",
-      endpoint: endpoint("AWS_ENDPOINT_URL_SQS"),
-      credentials,
-    });
-    const ddb = new DynamoDBClient({
-      region: "us-east-1",
-      endpoint: endpoint("AWS_ENDPOINT_URL_DYNAMODB"),
-      credentials,
-    });
+  it("runs with SQS on a LocalStack the user runs and DynamoDB Local embedded: the substrates mix per service", async () => {
+    // LocalStack's runtime stands in for the user's `localstack start` (any endpoint speaking SQS).
+    localstack = await startLocalStack({ services: ["sqs"] });
+    const run = await runLocal("local on LocalStack", { AWS_ENDPOINT_URL_SQS: localstack.endpoint });
+    expect(run.output).toContain(
+      `SQS at ${localstack.endpoint} (AWS_ENDPOINT_URL_SQS); DynamoDB and Streams: DynamoDB Local (embedded)`,
+    );
+    // The queues are LocalStack's (its path-style URLs), the table DynamoDB Local's.
+    expect(run.queueUrl.startsWith(`${localstack.endpoint}/queue/us-east-1/000000000000/`)).toBe(true);
+    expect(run.endpoint("AWS_ENDPOINT_URL_SQS")).toBe(localstack.endpoint);
+    expect(run.endpoint("AWS_ENDPOINT_URL_DYNAMODB")).not.toBe(localstack.endpoint);
+    await run.orderStored("o-43");
+    await run.stop();
+    // Ours to stop were only the embedded ones: the user's LocalStack still has the app's queues.
+    const sqs = new SQSClient({ region: "us-east-1", endpoint: localstack.endpoint, credentials });
     try {
-      await sqs.send(
-        new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ orderId: "o-42" }) }),
-      );
-      const until = Date.now() + 60_000;
-      let item: Record<string, unknown> | undefined;
-      while (!item && Date.now() < until) {
-        item = (await ddb.send(new GetItemCommand({ TableName: ordersTable, Key: { pk: { S: "o-42" } } })))
-          .Item;
-        if (!item) await new Promise((r) => setTimeout(r, 250));
-      }
-      expect(item, output.slice(-3000)).toEqual({ pk: { S: "o-42" } });
-      timings["message stored"] = Date.now() - t0;
-      // Each function's output, with its name (the consumer's EMF metrics line at least).
-      await waitFor(/^\[ConsumerApp-OrderConsumer\S*\] /m, 30_000);
+      const { QueueUrls } = await sqs.send(new ListQueuesCommand({}));
+      expect(QueueUrls).toContain(run.queueUrl);
     } finally {
       sqs.destroy();
-      ddb.destroy();
     }
-    local.kill("SIGINT");
-    const code = await new Promise<number | null>((r) => local!.once("exit", r));
-    expect(code).toBe(0);
   }, 360_000);
 });
+
+const credentials = { accessKeyId: "local", secretAccessKey: "local" };
+
+/**
+ * `reliable-consumers local --app ...` in the app, until `local: ready`; `orderStored` sends an
+ * order to the queue that triggers the consumer and waits for its item in the orders table, on
+ * the endpoints the CLI printed; `stop` is Ctrl-C, which must exit 0.
+ */
+async function runLocal(step: string, extraEnv: Record<string, string> = {}) {
+  const t0 = Date.now();
+  let output = "";
+  // The installed bin itself (not through npx), so that Ctrl-C (SIGINT) reaches it.
+  const child = spawn(
+    join(app, "node_modules", ".bin", "reliable-consumers"),
+    ["local", "--app", "npx tsx bin/app.ts"],
+    { cwd: app, env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  local = child;
+  child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  const waitFor = async (pattern: RegExp, ms: number) => {
+    const until = Date.now() + ms;
+    while (!pattern.test(output)) {
+      if (Date.now() > until || child.exitCode !== null)
+        throw new Error(`no ${pattern} after ${ms} ms (exit ${child.exitCode}):\n${output.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return pattern.exec(output)!;
+  };
+  await waitFor(/local: ready/, 240_000);
+  timings[`${step} start`] = Date.now() - t0;
+  const endpoint = (name: string) => new RegExp(`export ${name}=(\\S+)`).exec(output)![1]!;
+  // The queue that triggers the consumer, by its mapping (queue names are the construct's own).
+  const ordersQueue = /EventSourceMapping\s+SQS (\S+) → ConsumerApp-OrderConsumer/.exec(output)?.[1];
+  const queueUrl = ordersQueue
+    ? new RegExp(`^\\s+${ordersQueue}\\s+(http\\S+)$`, "m").exec(output)?.[1]
+    : undefined;
+  const ordersTable = /^\s+(ConsumerApp-OrdersTable\S*)$/m.exec(output)?.[1];
+  expect(queueUrl, output).toBeDefined();
+  expect(ordersTable, output).toBeDefined();
+  expect(output).toMatch(/AWS::Lambda::EventSourceMapping\s+DynamoDB stream .* → ConsumerApp-OutboxRelay/);
+  return {
+    get output() {
+      return output;
+    },
+    queueUrl: queueUrl!,
+    endpoint,
+    async orderStored(orderId: string) {
+      const sqs = new SQSClient({
+        region: "us-east-1",
+        endpoint: endpoint("AWS_ENDPOINT_URL_SQS"),
+        credentials,
+      });
+      const ddb = new DynamoDBClient({
+        region: "us-east-1",
+        endpoint: endpoint("AWS_ENDPOINT_URL_DYNAMODB"),
+        credentials,
+      });
+      try {
+        await sqs.send(
+          new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ orderId }) }),
+        );
+        const until = Date.now() + 60_000;
+        let item: Record<string, unknown> | undefined;
+        while (!item && Date.now() < until) {
+          item = (await ddb.send(new GetItemCommand({ TableName: ordersTable, Key: { pk: { S: orderId } } })))
+            .Item;
+          if (!item) await new Promise((r) => setTimeout(r, 250));
+        }
+        expect(item, output.slice(-3000)).toEqual({ pk: { S: orderId } });
+        timings[`${step} message stored`] = Date.now() - t0;
+        // Each function's output, with its name (the consumer's EMF metrics line at least).
+        await waitFor(/^\[ConsumerApp-OrderConsumer\S*\] /m, 30_000);
+      } finally {
+        sqs.destroy();
+        ddb.destroy();
+      }
+    },
+    async stop() {
+      const exited = new Promise<number | null>((r) => child.once("exit", r));
+      child.kill("SIGINT");
+      expect(await exited).toBe(0);
+    },
+  };
+}

@@ -11,7 +11,12 @@ mkdirSync(join(REPO, ".tmp"), { recursive: true });
 const dir = mkdtempSync(join(REPO, ".tmp", "local-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function local(cwd: string, args: string[]) {
+// Not the suite's own endpoint variables: the CLI would take them for emulators the user runs.
+const userEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_ENDPOINT_URL")),
+);
+
+function local(cwd: string, args: string[], extraEnv: Record<string, string> = {}) {
   return spawnSync(
     join(REPO, "node_modules", ".bin", "tsx"),
     [join(REPO, "lib", "local", "cli.ts"), "local", ...args],
@@ -19,7 +24,8 @@ function local(cwd: string, args: string[]) {
       cwd,
       encoding: "utf8",
       env: {
-        ...process.env,
+        ...userEnv,
+        ...extraEnv,
         PATH: `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
         NODE_OPTIONS: "--conditions=reliable-consumers-source",
       },
@@ -66,6 +72,26 @@ describe("reliable-consumers local on an app that cannot run", () => {
       /ConsumerBundlingError: Broken\/Orders: esbuild could not bundle the handler src\/handler\.ts/,
     );
     expect(r.stderr).toMatch(/Could not resolve "\.\/missing\.ts"/);
+  });
+
+  it("names the service, the URL and the flag or variable when an emulator the user runs does not answer", () => {
+    const app = join(dir, "unreachable");
+    mkdirSync(app);
+    // Synthesizing would fail: the check comes first, so nothing is synthesized or started.
+    writeFileSync(join(app, "cdk.json"), JSON.stringify({ app: `node -e "process.exit(1)"` }));
+    const closed = "http://127.0.0.1:9"; // the discard port: nothing listens there
+    const flag = local(app, ["--endpoint-url", closed]);
+    expect(flag.status).toBe(3);
+    expect(flag.stderr).toContain(`SQS at ${closed} (--endpoint-url) does not answer`);
+    expect(flag.stderr).toContain(`DynamoDB at ${closed} (--endpoint-url) does not answer`);
+    expect(flag.stderr).not.toMatch(/synthesizing|starting/);
+    const variable = local(app, [], { AWS_ENDPOINT_URL_SQS: closed });
+    expect(variable.status).toBe(3);
+    expect(variable.stderr).toContain(`SQS at ${closed} (AWS_ENDPOINT_URL_SQS) does not answer`);
+    expect(variable.stderr).not.toContain("DynamoDB at");
+    const kafka = local(app, ["--kafka-brokers", "127.0.0.1:9"]);
+    expect(kafka.status).toBe(3);
+    expect(kafka.stderr).toContain("Kafka at 127.0.0.1:9 (--kafka-brokers) does not answer");
   });
 
   it("says what to give when there is no app", () => {

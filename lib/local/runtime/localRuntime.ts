@@ -83,6 +83,8 @@ const EMULATOR_VARS = [
   "AWS_DEFAULT_REGION",
   "AWS_ACCESS_KEY_ID",
   "AWS_SECRET_ACCESS_KEY",
+  // Temporary credentials of an account the user points the runtime at (upstreams.ts).
+  "AWS_SESSION_TOKEN",
   "KAFKA_BROKERS",
   "KAFKA_IDEMPOTENT",
 ];
