@@ -47,6 +47,7 @@ export interface Emulators {
   stop(): Promise<void>;
 }
 
+/** What `startEmulators` starts: the Kafka substrate and size, and which services are the user's own. */
 export interface EmulatorOptions {
   /** Export the endpoints into `process.env`. @default true */
   readonly applyEnv?: boolean;

@@ -25,6 +25,7 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
+/** How `startLocalStack` runs LocalStack's runtime (services, start timeout). */
 export interface LocalStackOptions {
   /** LocalStack's SERVICES. @default ["sqs"] */
   readonly services?: readonly string[];
