@@ -4,6 +4,8 @@ import { type ISocketFactory, Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
+import type { DenialLog } from "../enforcement/denials.ts";
+import { type LocalEnforcement, startLocalEnforcement } from "../enforcement/localEnforcement.ts";
 import type { CfnTemplate } from "./cloudAssembly.ts";
 import { loadCloudAssembly } from "./cloudAssembly.ts";
 import { dynamodbStreamEventSource } from "./dynamodbStreamEventSource.ts";
@@ -52,6 +54,12 @@ export interface LocalRuntimeOptions {
   readonly instrument?: (client: RuntimeClient) => void;
   /** How the runtime's own Kafka clients (mappings, setup) open broker connections. */
   readonly kafkaSocketFactory?: ISocketFactory;
+  /**
+   * Each function acts as its role: every SQS, DynamoDB and Streams call of its code and of its
+   * event source mappings is checked against the template's IAM policies, and denied as AWS would
+   * deny it (`denials` lists each one). @default true
+   */
+  readonly enforceIam?: boolean;
 }
 
 export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
@@ -60,6 +68,10 @@ export interface LocalRuntime {
   readonly app: LocalApp;
   readonly host: FunctionHost;
   readonly eventSources: EventSource[];
+  /** Every call refused for lack of a grant, with the grant that would allow it. */
+  readonly denials: DenialLog;
+  /** The gateway the runtime's and the functions' AWS calls go through. */
+  readonly enforcement: LocalEnforcement;
   /** A function by name, logical id, or a part of its CDK path (e.g. `/order-consumer/`). */
   findFunction(what: string): LocalFunction;
   /** Batches in flight in any event source, plus running invocations. */
@@ -89,65 +101,75 @@ export function matchFunction(fn: LocalFunction, what: string): boolean {
   return fn.name === what || fn.logicalId === what || fn.cdkPath?.includes(what) === true;
 }
 
-/**
- * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
- * its functions' bundled code in Lambda-like execution environments, and runs their event source
- * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics.
- */
-export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
-  const emulatorEnv: Record<string, string> = {};
+/** The emulator variables of the run: the options', else this process's. */
+function emulatorEnvOf(options: LocalRuntimeOptions): Record<string, string> {
+  const env: Record<string, string> = {};
   for (const k of EMULATOR_VARS) {
     const v = options.emulatorEnv?.[k] ?? process.env[k];
-    if (v !== undefined) emulatorEnv[k] = v;
+    if (v !== undefined) env[k] = v;
   }
-  let template = options.template;
-  let stackName = options.stackName ?? "LocalStack";
-  let assetRoot = options.assetRoot;
-  if (!template) {
-    if (!options.cdkOut) throw new Error("give cdkOut or template");
-    const stacks = loadCloudAssembly(options.cdkOut);
-    const stack = options.stackName ? stacks.find((s) => s.stackName === options.stackName) : stacks[0];
-    if (!stack) throw new Error(`no stack ${options.stackName ?? ""} in ${options.cdkOut}`);
-    if (!options.stackName && stacks.length > 1)
-      throw new Error(
-        `${options.cdkOut} has ${stacks.length} stacks; choose one: ${stacks.map((s) => s.stackName).join(", ")}`,
-      );
-    template = stack.template;
-    stackName = stack.stackName;
-    assetRoot = stack.assetRoot;
-  }
-  const region = emulatorEnv.AWS_REGION ?? "us-east-1";
-  const sqs = createSqsClient({
-    region,
-    ...(emulatorEnv.AWS_ENDPOINT_URL_SQS ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_SQS } : {}),
-  });
-  const ddb = new DynamoDBClient({
-    region,
-    ...(emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB } : {}),
-  });
-  const streams = new DynamoDBStreamsClient({
-    region,
-    ...(emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS
-      ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS }
-      : {}),
-  });
-  for (const c of [sqs, ddb, streams]) options.instrument?.(c);
-  const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
-  const app = await materialise({
-    template,
-    stackName,
-    ...(assetRoot ? { assetRoot } : {}),
-    kafkaBrokers: brokers,
-    region,
-    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
-    sqs,
-    dynamodb: ddb,
-  });
+  return env;
+}
+
+/** The one stack to run: the template given, or the assembly's only (or named) stack. */
+function stackOf(options: LocalRuntimeOptions): {
+  template: CfnTemplate;
+  stackName: string;
+  assetRoot?: string;
+} {
+  if (options.template)
+    return {
+      template: options.template,
+      stackName: options.stackName ?? "LocalStack",
+      ...(options.assetRoot ? { assetRoot: options.assetRoot } : {}),
+    };
+  if (!options.cdkOut) throw new Error("give cdkOut or template");
+  const stacks = loadCloudAssembly(options.cdkOut);
+  const stack = options.stackName ? stacks.find((s) => s.stackName === options.stackName) : stacks[0];
+  if (!stack) throw new Error(`no stack ${options.stackName ?? ""} in ${options.cdkOut}`);
+  if (!options.stackName && stacks.length > 1)
+    throw new Error(
+      `${options.cdkOut} has ${stacks.length} stacks; choose one: ${stacks.map((s) => s.stackName).join(", ")}`,
+    );
+  return stack;
+}
+
+interface AwsClients {
+  readonly sqs: ReturnType<typeof createSqsClient>;
+  readonly ddb: DynamoDBClient;
+  readonly streams: DynamoDBStreamsClient;
+}
+
+/** SDK clients on the gateway: the runtime's own (no credentials given), or a role session's. */
+function awsClients(
+  env: Readonly<Record<string, string>>,
+  region: string,
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken: string } | undefined,
+  instrument: LocalRuntimeOptions["instrument"],
+): AwsClients {
+  const base = { region, ...(credentials ? { credentials } : {}) };
+  const at = (endpoint: string | undefined) => (endpoint ? { endpoint } : {});
+  const clients = {
+    sqs: createSqsClient({ ...base, ...at(env.AWS_ENDPOINT_URL_SQS) }),
+    ddb: new DynamoDBClient({ ...base, ...at(env.AWS_ENDPOINT_URL_DYNAMODB) }),
+    streams: new DynamoDBStreamsClient({ ...base, ...at(env.AWS_ENDPOINT_URL_DYNAMODB_STREAMS) }),
+  };
+  for (const c of [clients.sqs, clients.ddb, clients.streams]) instrument?.(c);
+  return clients;
+}
+
+/** The execution environments: endpoints on the gateway, each function's role session in its environment. */
+function functionHost(
+  app: LocalApp,
+  options: LocalRuntimeOptions,
+  emulatorEnv: Record<string, string>,
+  enforcement: LocalEnforcement,
+): FunctionHost {
   const overrides = options.envOverrides ?? {};
-  const host = new FunctionHost(app.functions, {
-    baseEnv: { ...emulatorEnv, ...options.functionEmulatorEnv },
+  return new FunctionHost(app.functions, {
+    baseEnv: { ...emulatorEnv, ...options.functionEmulatorEnv, ...enforcement.functionEnv },
     envOverrides: (fn) => {
-      const merged: Record<string, string> = {};
+      const merged: Record<string, string> = enforcement.credentialsEnv(fn);
       for (const [what, vars] of Object.entries(overrides))
         if (matchFunction(fn, what)) Object.assign(merged, vars);
       return merged;
@@ -161,6 +183,62 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     ...(options.preload ? { preload: options.preload } : {}),
     ...(options.onCrash ? { onCrash: options.onCrash } : {}),
   });
+}
+
+/**
+ * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
+ * its functions' bundled code in Lambda-like execution environments, and runs their event source
+ * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics. Every AWS call goes
+ * through the enforcing gateway (lib/local/enforcement): the functions' and their mappings' as the
+ * function's role, the runtime's own as an administrator.
+ */
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const emulatorEnv = emulatorEnvOf(options);
+  const { template, stackName, assetRoot } = stackOf(options);
+  const region = emulatorEnv.AWS_REGION ?? "us-east-1";
+  const enforcement = await startLocalEnforcement({
+    emulatorEnv,
+    ...(options.functionEmulatorEnv ? { functionEmulatorEnv: options.functionEmulatorEnv } : {}),
+    enforceIam: options.enforceIam ?? true,
+    region,
+  });
+  const admin = awsClients(
+    { ...emulatorEnv, ...enforcement.runtimeEnv },
+    region,
+    undefined,
+    options.instrument,
+  );
+  const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+  let app: LocalApp;
+  try {
+    app = await materialise({
+      template,
+      stackName,
+      ...(assetRoot ? { assetRoot } : {}),
+      kafkaBrokers: brokers,
+      region,
+      ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+      sqs: admin.sqs,
+      dynamodb: admin.ddb,
+    });
+    await enforcement.enforce(app);
+  } catch (error) {
+    await enforcement.stop();
+    throw error;
+  }
+  const host = functionHost(app, options, emulatorEnv, enforcement);
+  // The mappings poll as their function's role, as Lambda's do.
+  const roleClients = new Map<string, AwsClients>();
+  const clientsOf = (fn: string): AwsClients => {
+    const credentials = enforcement.credentials(fn);
+    if (!credentials) return admin;
+    let c = roleClients.get(fn);
+    if (!c) {
+      c = awsClients({ ...emulatorEnv, ...enforcement.runtimeEnv }, region, credentials, options.instrument);
+      roleClients.set(fn, c);
+    }
+    return c;
+  };
   const kafka = brokers.length
     ? new Kafka({
         clientId: "local-runtime",
@@ -172,14 +250,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       })
     : undefined;
   const eventSources: EventSource[] = [];
-  const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined =>
-    m.kind === "sqs"
-      ? sqsEventSource(m, host, sqs)
+  const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
+    const c = clientsOf(m.functionName);
+    return m.kind === "sqs"
+      ? sqsEventSource(m, host, c.sqs)
       : m.kind === "dynamodb"
-        ? dynamodbStreamEventSource(m, host, streams, sqs, region)
+        ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region)
         : kafka
-          ? kafkaEventSource(m, host, kafka, sqs)
+          ? kafkaEventSource(m, host, kafka, c.sqs)
           : undefined;
+  };
   for (const m of app.mappings) {
     const source = sourceFor(m);
     if (source) eventSources.push(source);
@@ -207,6 +287,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     app,
     host,
     eventSources,
+    denials: enforcement.denials,
+    enforcement,
     findFunction(what) {
       const fn = app.functions.find((f) => matchFunction(f, what));
       if (!fn) throw new Error(`no local function matches ${what}`);
@@ -223,9 +305,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     async stop() {
       await Promise.allSettled(eventSources.map((s) => s.stop()));
       await host.stop();
-      sqs.destroy();
-      ddb.destroy();
-      streams.destroy();
+      for (const c of [admin, ...roleClients.values()]) {
+        c.sqs.destroy();
+        c.ddb.destroy();
+        c.streams.destroy();
+      }
+      await enforcement.stop();
     },
   };
   if (options.startTriggers !== false) {

@@ -6,6 +6,7 @@ import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
 import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
 import { referencedIds } from "./intrinsics.ts";
+import { accessModelOf } from "./materialisers/access.ts";
 import { materialiseMapping } from "./materialisers/eventSourceMapping.ts";
 import { materialiseFunction } from "./materialisers/function.ts";
 import { inertReason, materialiseInert } from "./materialisers/inert.ts";
@@ -40,6 +41,8 @@ export interface MaterialiseOptions {
   readonly kafkaEnvRewrites?: Readonly<Record<string, string>>;
   readonly sqs?: SQSClient;
   readonly dynamodb?: DynamoDBClient;
+  /** Makes this run's local credentials its own (several runtimes on one set of emulators). @default a random salt */
+  readonly credentialSalt?: string;
 }
 
 /**
@@ -201,5 +204,6 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     schedules: s.schedules,
     kafkaBrokers: brokers,
     report: s.report,
+    access: accessModelOf(s, options.credentialSalt ?? crypto.randomUUID()),
   };
 }
