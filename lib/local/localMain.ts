@@ -3,7 +3,8 @@
  * semantics, end to end. Starts DynamoDB Local, fauxqs and an Apache Kafka broker; synthesizes the CDK app;
  * materialises it; runs the bundled functions; sends orders with duplicates, poison and a few long
  * jobs; waits until everything is quiet; counts the outcome from the stored data and prints
- * `RESULT {json}` as its last line. Exit 0 only when nothing was lost and no effect happened twice.
+ * `RESULT {json}` as its last line. Exit 0 only when nothing was lost, no effect happened twice and
+ * no call was denied for lack of a grant (the gateway enforces each function's IAM policies).
  *
  *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
  *                    [--cdk-out <dir>] [--timeout 600] [--verbose] [--kafka mock|real]
@@ -90,12 +91,14 @@ async function main(): Promise<number> {
       "max-environments": { type: "string" },
       verbose: { type: "boolean", default: false },
       kafka: { type: "string", default: "real" },
+      "enforce-iam": { type: "boolean", default: true },
       help: { type: "boolean", default: false },
     },
+    allowNegative: true,
   });
   if (values.help) {
     log(
-      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real]",
+      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam]",
     );
     return 0;
   }
@@ -159,6 +162,7 @@ async function main(): Promise<number> {
       logDir,
       // The reference payment consumer calls a provider when PAYMENT_GATEWAY_URL is set (a local overlay, like `sam local --env-vars`).
       envOverrides: { "/payment-consumer/": { PAYMENT_GATEWAY_URL: provider.url } },
+      enforceIam: values["enforce-iam"],
       ...(values["max-environments"]
         ? { maxEnvironmentsPerFunction: Number(values["max-environments"]) }
         : {}),
@@ -217,8 +221,11 @@ async function main(): Promise<number> {
       longJobs: { sent: sent.longJobs.length, done: c.reportsDone },
       lostDetail: c.lostDetail,
       quiet,
+      // Calls refused for lack of a grant: each one would fail on AWS too.
+      denials: runtime.denials.all().length,
     };
-    const ok = result.lost === 0 && result.duplicateEffects === 0;
+    for (const line of runtime.denials.summary()) log(`local: DENIED ${line}`);
+    const ok = result.lost === 0 && result.duplicateEffects === 0 && result.denials === 0;
     if (values.verbose) {
       for (const s of runtime.host.stats())
         log(

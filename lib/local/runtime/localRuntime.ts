@@ -227,6 +227,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     throw error;
   }
   const host = functionHost(app, options, emulatorEnv, enforcement);
+  // Live, in the function's own log stream: the denied call and the grant that would allow it.
+  enforcement.denials.subscribe((d) =>
+    host.log(d.functionName, `DENIED ${d.action} on ${d.resource}: ${d.message}. Grant it with ${d.advice}`),
+  );
   // The mappings poll as their function's role, as Lambda's do.
   const roleClients = new Map<string, AwsClients>();
   const clientsOf = (fn: string): AwsClients => {
