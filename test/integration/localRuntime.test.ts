@@ -556,8 +556,9 @@ describe("local runtime: MSK trigger", () => {
     });
     runtimes.push(runtime);
     const fn = runtime.app.functions[0]!;
-    expect(fn.environment.KAFKA_BROKERS).toBe(process.env.KAFKA_BROKERS);
-    expect(fn.environment.MSK_IAM_AUTH).toBe("false");
+    // The MSK bootstrap brokers become the enforcing Kafka gateway, which takes MSK IAM auth (no TLS).
+    expect(fn.environment.KAFKA_BROKERS).toBe(runtime.enforcement.kafka?.brokers.join(","));
+    expect(fn.environment.MSK_IAM_AUTH).toBe("true");
     await producer.send({
       topic,
       messages: ["ok", "ok", "failOnce", "ok", "ok", "fail"].map((d, i) => ({

@@ -4,11 +4,13 @@
  * and for the clients its event source mappings poll with). With `enforceIam: false` the gateway
  * still serves the queue URLs and checks the quotas; every caller is then allowed.
  */
+import type { Socket } from "node:net";
 import type { LocalApp, LocalFunction } from "../runtime/model.ts";
 import type { FunctionPrincipal } from "./accessModel.ts";
 import { type AwsGateway, type GatewayUpstreams, startAwsGateway } from "./awsGateway.ts";
 import { createDenialLog, type DenialLog } from "./denials.ts";
 import { createIamEvaluator, type IamEvaluator } from "./iamEvaluator.ts";
+import { type KafkaGateway, startKafkaGateway } from "./kafka/kafkaGateway.ts";
 
 export interface LocalEnforcementOptions {
   /** The emulator variables (AWS_ENDPOINT_URL_*). */
@@ -20,11 +22,15 @@ export interface LocalEnforcementOptions {
   readonly region: string;
   readonly accountId?: string;
   readonly now?: () => number;
+  /** How the Kafka gateway reaches a broker (a chaos redirect). @default net.connect */
+  readonly kafkaDial?: (host: string, port: number) => Socket;
 }
 
 export interface LocalEnforcement {
   readonly enforceIam: boolean;
   readonly gateway: AwsGateway;
+  /** The Kafka gateway, when there is a local Kafka (KAFKA_BROKERS). */
+  readonly kafka: KafkaGateway | undefined;
   readonly denials: DenialLog;
   /** Endpoint variables for the runtime's own clients. */
   readonly runtimeEnv: Readonly<Record<string, string>>;
@@ -88,23 +94,45 @@ export async function startLocalEnforcement(options: LocalEnforcementOptions): P
   });
   const enforceIam = options.enforceIam ?? true;
   let principals = new Map<string, FunctionPrincipal>();
+  let byKey = new Map<string, FunctionPrincipal>();
   let evaluator: IamEvaluator | undefined;
+  let app: LocalApp | undefined;
+  let clusterArn = UNKNOWN_CLUSTER;
+  const brokers = (options.emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+  const kafka = brokers.length
+    ? await startKafkaGateway({
+        upstream: brokers,
+        clusterArn: () => clusterArn,
+        denials,
+        principalOf: (key) => byKey.get(key),
+        evaluator: () => evaluator,
+        ...(options.kafkaDial ? { dial: options.kafkaDial } : {}),
+        constructPaths: () => app?.access.constructPaths ?? new Map(),
+      })
+    : undefined;
   return {
     enforceIam,
     gateway,
+    kafka,
     denials,
     runtimeEnv: endpointEnv(upstreams, gateway.endpoint),
-    functionEnv: endpointEnv({ ...upstreams, ...functionUpstreams }, gateway.functionEndpoint),
-    async enforce(app) {
+    functionEnv: {
+      ...endpointEnv({ ...upstreams, ...functionUpstreams }, gateway.functionEndpoint),
+      ...(kafka ? { KAFKA_BROKERS: kafka.brokers.join(",") } : {}),
+    },
+    async enforce(materialised) {
+      app = materialised;
+      clusterArn = mskClusterOf(materialised);
       if (!enforceIam) return;
-      evaluator = await createIamEvaluator(app.access);
-      principals = new Map(app.access.principals.map((p) => [p.functionName, p]));
-      const tables = new Map(app.tables.map((t) => [t.name, t.arn]));
+      evaluator = await createIamEvaluator(materialised.access);
+      principals = new Map(materialised.access.principals.map((p) => [p.functionName, p]));
+      byKey = new Map(materialised.access.principals.map((p) => [p.credentials.accessKeyId, p]));
+      const tables = new Map(materialised.tables.map((t) => [t.name, t.arn]));
       // DynamoDB Local names its region `ddblocal` in ARNs; the template's grants resolve to those.
       const tablePrefix =
-        app.tables[0]?.arn.replace(/table\/.*$/, "table/") ??
-        `arn:aws:dynamodb:${app.region}:${app.accountId}:table/`;
-      gateway.enforce(app.access, evaluator, {
+        materialised.tables[0]?.arn.replace(/table\/.*$/, "table/") ??
+        `arn:aws:dynamodb:${materialised.region}:${materialised.accountId}:table/`;
+      gateway.enforce(materialised.access, evaluator, {
         tableArn: (name) => tables.get(name) ?? `${tablePrefix}${name}`,
       });
     },
@@ -126,6 +154,34 @@ export async function startLocalEnforcement(options: LocalEnforcementOptions): P
         : undefined;
     },
     evaluator: () => evaluator,
-    stop: () => gateway.stop(),
+    async stop() {
+      await Promise.all([gateway.stop(), kafka?.stop()]);
+    },
   };
+}
+
+const UNKNOWN_CLUSTER = "arn:aws:kafka:us-east-1:000000000000:cluster/local/local";
+
+/**
+ * The MSK cluster the local Kafka stands in for: the one the app's Kafka mappings read, else the
+ * one its policies connect to. (An app with several clusters is checked against the first.)
+ */
+function mskClusterOf(app: LocalApp): string {
+  for (const m of app.mappings)
+    if (m.kind === "kafka" && m.clusterArn.startsWith("arn:")) return m.clusterArn;
+  for (const p of app.access.principals)
+    for (const policy of p.policies)
+      for (const st of [policy.document.Statement].flat() as Array<{
+        Action?: unknown;
+        Resource?: unknown;
+      }>) {
+        const actions = [st.Action ?? []].flat().map(String);
+        if (!actions.some((a) => a === "kafka-cluster:Connect" || a === "kafka-cluster:*")) continue;
+        const resource = [st.Resource ?? []]
+          .flat()
+          .map(String)
+          .find((r) => r.includes(":cluster/"));
+        if (resource) return resource;
+      }
+  return UNKNOWN_CLUSTER;
 }

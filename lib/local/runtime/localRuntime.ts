@@ -1,6 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
-import { type ISocketFactory, Kafka, logLevel } from "kafkajs";
+import { generateAuthTokenFromCredentialsProvider } from "aws-msk-iam-sasl-signer-js";
+import { type ISocketFactory, Kafka, logLevel, type SASLOptions } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
@@ -196,11 +197,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const emulatorEnv = emulatorEnvOf(options);
   const { template, stackName, assetRoot } = stackOf(options);
   const region = emulatorEnv.AWS_REGION ?? "us-east-1";
+  const socketFactory = options.kafkaSocketFactory;
   const enforcement = await startLocalEnforcement({
     emulatorEnv,
     ...(options.functionEmulatorEnv ? { functionEmulatorEnv: options.functionEmulatorEnv } : {}),
     enforceIam: options.enforceIam ?? true,
     region,
+    // The gateway dials the brokers the way the runtime does (a chaos proxy may stand between).
+    ...(socketFactory
+      ? {
+          kafkaDial: (host, port) =>
+            socketFactory({ host, port, onConnect: () => {} } as Parameters<ISocketFactory>[0]),
+        }
+      : {}),
   });
   const admin = awsClients(
     { ...emulatorEnv, ...enforcement.runtimeEnv },
@@ -216,6 +225,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       stackName,
       ...(assetRoot ? { assetRoot } : {}),
       kafkaBrokers: brokers,
+      ...(enforcement.kafka
+        ? {
+            // Functions reach Kafka through the gateway, with their MSK IAM auth kept (it has no TLS).
+            functionKafkaBrokers: enforcement.kafka.brokers,
+            kafkaEnvRewrites: { KAFKA_SSL: "false" },
+          }
+        : {}),
       region,
       ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
       sqs: admin.sqs,
@@ -253,15 +269,34 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         ...(options.kafkaSocketFactory ? { socketFactory: options.kafkaSocketFactory } : {}),
       })
     : undefined;
+  // A Kafka mapping consumes as its function's role too: through the gateway, with an MSK IAM token.
+  const roleKafka = new Map<string, Kafka>();
+  const kafkaOf = (fn: string): Kafka | undefined => {
+    const credentials = enforcement.credentials(fn);
+    if (!kafka || !credentials || !enforcement.kafka) return kafka;
+    let k = roleKafka.get(fn);
+    if (!k) {
+      k = new Kafka({
+        clientId: `local-runtime-${fn}`,
+        brokers: [...enforcement.kafka.brokers],
+        logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
+        retry: { retries: 8, initialRetryTime: 200 },
+        sasl: mskIamSaslAs(credentials, region),
+      });
+      roleKafka.set(fn, k);
+    }
+    return k;
+  };
   const eventSources: EventSource[] = [];
   const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
     const c = clientsOf(m.functionName);
+    const k = m.kind === "kafka" ? kafkaOf(m.functionName) : undefined;
     return m.kind === "sqs"
       ? sqsEventSource(m, host, c.sqs)
       : m.kind === "dynamodb"
         ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region)
-        : kafka
-          ? kafkaEventSource(m, host, kafka, c.sqs)
+        : k
+          ? kafkaEventSource(m, host, k, c.sqs)
           : undefined;
   };
   for (const m of app.mappings) {
@@ -353,6 +388,24 @@ export function formatReport(app: LocalApp): string[] {
     for (const n of r.notes) lines.push(`  - ${n}`);
   }
   return lines;
+}
+
+/** SASL OAUTHBEARER with an MSK IAM token signed with a role session's credentials. */
+function mskIamSaslAs(
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken: string },
+  region: string,
+): SASLOptions {
+  return {
+    mechanism: "oauthbearer",
+    oauthBearerProvider: async () => ({
+      value: (
+        await generateAuthTokenFromCredentialsProvider({
+          region,
+          awsCredentialsProvider: async () => credentials,
+        })
+      ).token,
+    }),
+  };
 }
 
 function kafkaLogLevel(name: string | undefined): logLevel {

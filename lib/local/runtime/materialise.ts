@@ -28,6 +28,8 @@ export interface MaterialiseOptions {
   readonly assetRoot?: string;
   /** Bootstrap servers of the local Kafka cluster that stands in for every MSK cluster. */
   readonly kafkaBrokers?: readonly string[];
+  /** Where functions reach it instead (the enforcing Kafka gateway). @default kafkaBrokers */
+  readonly functionKafkaBrokers?: readonly string[];
   /** Prepended to every generated or explicit queue, table and function name (test isolation). */
   readonly namePrefix?: string;
   /** @default AWS_REGION or us-east-1 */
@@ -144,6 +146,7 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     prefix: options.namePrefix ?? "",
     assetRoot: options.assetRoot,
     brokers,
+    functionBrokers: options.functionKafkaBrokers ?? brokers,
     kafkaRewrites: options.kafkaEnvRewrites ?? { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" },
     sqs: options.sqs ?? createSqsClient(),
     ddb: options.dynamodb ?? new DynamoDBClient({}),

@@ -56,7 +56,7 @@ function environment(id: string, name: string, r: CfnResource, s: MaterialiseSta
   let usesKafka = false;
   for (const [k, v] of Object.entries(env)) {
     if (MSK_BROKERS.test(v)) {
-      env[k] = s.brokers.join(",");
+      env[k] = s.functionBrokers.join(",");
       usesKafka = true;
       s.note(`${name}: ${k} (MSK bootstrap brokers) → the local Kafka cluster`);
     }
@@ -64,7 +64,7 @@ function environment(id: string, name: string, r: CfnResource, s: MaterialiseSta
   if (usesKafka) {
     for (const [k, v] of Object.entries(s.kafkaRewrites)) {
       if (k in env && env[k] !== v) {
-        s.note(`${name}: ${k}=${env[k]} → ${v} (the local Kafka cluster has no TLS or IAM auth)`);
+        s.note(`${name}: ${k}=${env[k]} → ${v} (the local Kafka has no TLS)`);
         env[k] = v;
       }
     }
