@@ -37,8 +37,8 @@ export interface MaterialiseOptions {
   /** @default 000000000000 */
   readonly accountId?: string;
   /**
-   * Variables rewritten in every function that talks to the local Kafka cluster: the cluster has
-   * no TLS and no SASL/IAM. @default { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" } (only where set)
+   * Variables set in every function that talks to the local Kafka cluster: the cluster has no TLS
+   * and no SASL/IAM. @default { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" }
    */
   readonly kafkaEnvRewrites?: Readonly<Record<string, string>>;
   readonly sqs?: SQSClient;

@@ -62,11 +62,11 @@ function environment(id: string, name: string, r: CfnResource, s: MaterialiseSta
     }
   }
   if (usesKafka) {
+    // Set whether or not the template sets them: TLS defaults on with MSK IAM auth.
     for (const [k, v] of Object.entries(s.kafkaRewrites)) {
-      if (k in env && env[k] !== v) {
-        s.note(`${name}: ${k}=${env[k]} → ${v} (the local Kafka has no TLS)`);
-        env[k] = v;
-      }
+      if (env[k] === v) continue;
+      s.note(`${name}: ${k}=${env[k] ?? "(unset)"} → ${v} (the local Kafka has no TLS)`);
+      env[k] = v;
     }
   }
   return env;
