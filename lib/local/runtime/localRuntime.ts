@@ -90,6 +90,8 @@ const EMULATOR_VARS = [
   "AWS_ENDPOINT_URL_DYNAMODB",
   "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
   "AWS_ENDPOINT_URL_SQS",
+  "AWS_ENDPOINT_URL_GLUE",
+  "AWS_ENDPOINT_URL_SECRETS_MANAGER",
   "AWS_REGION",
   "AWS_DEFAULT_REGION",
   "AWS_ACCESS_KEY_ID",
@@ -354,13 +356,30 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   };
   if (options.startTriggers !== false) {
     try {
-      await Promise.all(eventSources.map((s) => s.start()));
+      await startEventSources(eventSources, host);
     } catch (error) {
       await runtime.stop();
       throw error;
     }
   }
   return runtime;
+}
+
+/**
+ * Starts every mapping and schedule. A mapping whose role may not read its source is refused, as
+ * CreateEventSourceMapping refuses it on AWS: the denial is recorded (with its grant) and written
+ * to the function's log, and the other mappings run, so one run lists every missing grant.
+ */
+async function startEventSources(sources: readonly EventSource[], host: FunctionHost): Promise<void> {
+  const started = await Promise.allSettled(sources.map((s) => s.start()));
+  for (const [i, r] of started.entries()) {
+    if (r.status === "fulfilled") continue;
+    const error = r.reason as Error;
+    if (!/AccessDenied/.test(error.name)) throw error;
+    const m = sources[i]!.mapping;
+    for (const fn of m.functionName.split(","))
+      host.log(fn, `event source mapping ${m.logicalId} not started: ${error.message}`);
+  }
 }
 
 /** The materialisation report as text lines (what `npm run local` prints). */
