@@ -3,7 +3,8 @@
  * semantics, end to end. Starts DynamoDB Local, fauxqs and an Apache Kafka broker; synthesizes the CDK app;
  * materialises it; runs the bundled functions; sends orders with duplicates, poison and a few long
  * jobs; waits until everything is quiet; counts the outcome from the stored data and prints
- * `RESULT {json}` as its last line. Exit 0 only when nothing was lost and no effect happened twice.
+ * `RESULT {json}` as its last line. Exit 0 only when nothing was lost, no effect happened twice and
+ * no call was denied for lack of a grant (the gateway enforces each function's IAM policies).
  *
  *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
  *                    [--cdk-out <dir>] [--timeout 600] [--verbose] [--kafka mock|real]
@@ -90,12 +91,14 @@ function cliOptions() {
       "max-environments": { type: "string" },
       verbose: { type: "boolean", default: false },
       kafka: { type: "string", default: "real" },
+      "enforce-iam": { type: "boolean", default: true },
       help: { type: "boolean", default: false },
     },
+    allowNegative: true,
   });
   if (values.help) {
     log(
-      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real]",
+      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam]",
     );
     return undefined;
   }
@@ -116,6 +119,7 @@ function scenarioResult(
   sent: Awaited<ReturnType<typeof sendOrders>>,
   c: Awaited<ReturnType<typeof census>>,
   timing: { started: number; setupMs: number; t0: number; quiet: boolean },
+  denials: number,
 ) {
   return {
     sent: sent.sent,
@@ -140,6 +144,8 @@ function scenarioResult(
     longJobs: { sent: sent.longJobs.length, done: c.reportsDone },
     lostDetail: c.lostDetail,
     quiet: timing.quiet,
+    // Calls refused for lack of a grant: each one would fail on AWS too.
+    denials,
   };
 }
 
@@ -212,6 +218,7 @@ async function main(): Promise<number> {
       logDir,
       // The reference payment consumer calls a provider when PAYMENT_GATEWAY_URL is set (a local overlay, like `sam local --env-vars`).
       envOverrides: { "/payment-consumer/": { PAYMENT_GATEWAY_URL: provider.url } },
+      enforceIam: values["enforce-iam"],
       ...(values["max-environments"]
         ? { maxEnvironmentsPerFunction: Number(values["max-environments"]) }
         : {}),
@@ -247,8 +254,9 @@ async function main(): Promise<number> {
     });
     if (!quiet) log(`local: not quiet after ${values.timeout} s; counting what is there`);
     const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
-    const result = scenarioResult(sent, c, { started, setupMs, t0, quiet });
-    const ok = result.lost === 0 && result.duplicateEffects === 0;
+    const result = scenarioResult(sent, c, { started, setupMs, t0, quiet }, runtime.denials.all().length);
+    for (const line of runtime.denials.summary()) log(`local: DENIED ${line}`);
+    const ok = result.lost === 0 && result.duplicateEffects === 0 && result.denials === 0;
     if (values.verbose) logHostStats(runtime);
     if (values.keep) {
       for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);

@@ -14,6 +14,8 @@ import { LAMBDA_ENV } from "../env.ts";
 import { assertEntryExists, BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 import { type MskClusterRef, MskGrants } from "./mskCluster.ts";
 import {
+  GLUE_BY_ID_REASON,
+  grantGetSchemaVersionById,
   grantSchemaRegistryAccess,
   type MskSchemaRegistry,
   mskSchemaRegistryConfig,
@@ -279,6 +281,10 @@ export abstract class ConsumerFunctionBase extends Construct {
       );
     }
     q.grantSendToDeadLetterQueue(this.function);
+    // On a standard queue, a healthy record on its last receive (held by another invocation, or not
+    // started for lack of time) is sent again to this queue as a fresh copy (sqsSettlement.ts,
+    // requeueHealthy), so it never reaches the DLQ without having failed. FIFO parks it instead.
+    if (!q.fifo) q.queue.grantSendMessages(this.function);
     this.addEnvironment(LAMBDA_ENV.dlqUrl, q.deadLetterQueue.queueUrl);
     if (options.queueUrlEnv) this.addEnvironment(options.queueUrlEnv, q.queue.queueUrl);
     if (options.dlqUrlEnv) this.addEnvironment(options.dlqUrlEnv, q.deadLetterQueue.queueUrl);
@@ -337,6 +343,11 @@ export abstract class ConsumerFunctionBase extends Construct {
     const registry = options.schemaRegistry
       ? mskSchemaRegistryConfig(Stack.of(this), this.node.path, options.schemaRegistry)
       : undefined;
+    // The mapping decodes Glue frames with the function's role, by schema version id.
+    if (options.schemaRegistry?.kind === "glue") {
+      grantGetSchemaVersionById(this.function);
+      this.acknowledgeWildcardResource(GLUE_BY_ID_REASON);
+    }
 
     const mappings = consumed.map(
       (t) =>
@@ -439,6 +450,7 @@ export abstract class ConsumerFunctionBase extends Construct {
    */
   useSchemaRegistry(access: SchemaRegistryAccess): this {
     const env = grantSchemaRegistryAccess(Stack.of(this), this.node.path, this.function, access);
+    if (access.kind === "glue") this.acknowledgeWildcardResource(GLUE_BY_ID_REASON);
     for (const [name, value] of Object.entries(env)) this.addEnvironment(name, value);
     return this;
   }

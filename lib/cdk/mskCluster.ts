@@ -86,11 +86,29 @@ export const MskGrants = {
     );
   },
 
-  /** Produce to `topics` (relay, retry ladder, dead-letter topic). */
-  produce(grantee: iam.IGrantable, scope: IConstruct, c: MskClusterRef, topics: readonly string[]): void {
+  /**
+   * Produce to `topics` (relay, retry ladder, dead-letter topic). The library's producer is
+   * idempotent (kafkajs calls InitProducerId in `connect()`), and MSK checks that as
+   * `kafka-cluster:WriteDataIdempotently` on the cluster; WriteData on some topics does not imply it
+   * (MSK Developer Guide, "Produce data idempotently"). `idempotent: false` (a producer with
+   * `KAFKA_IDEMPOTENT=false`) leaves it out.
+   */
+  produce(
+    grantee: iam.IGrantable,
+    scope: IConstruct,
+    c: MskClusterRef,
+    topics: readonly string[],
+    options: { readonly idempotent?: boolean } = {},
+  ): void {
     const p = grantee.grantPrincipal;
     p.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ["kafka-cluster:Connect"], resources: [c.clusterArn] }),
+      new iam.PolicyStatement({
+        actions: [
+          "kafka-cluster:Connect",
+          ...(options.idempotent === false ? [] : ["kafka-cluster:WriteDataIdempotently"]),
+        ],
+        resources: [c.clusterArn],
+      }),
     );
     p.addToPrincipalPolicy(
       new iam.PolicyStatement({

@@ -151,6 +151,21 @@ export type SchemaRegistryAccess =
 
 /** The Glue actions of a function that reads schemas (decoding by id, producing by definition). */
 export const GLUE_READ_ACTIONS = ["glue:GetRegistry", "glue:GetSchemaVersion", "glue:GetSchemaByDefinition"];
+
+/**
+ * A Glue-framed record names its schema by version id only, and GetSchemaVersion by
+ * `SchemaVersionId` names no registry or schema: in the service authorization reference both of its
+ * resource types are optional, so IAM can only match such a call against `Resource: "*"`
+ * (awslabs/aws-glue-schema-registry#68). Without this every decode is AccessDenied: the registry
+ * reads as unavailable, and Glue-framed records circle the first retry topic. Read-only, on schema
+ * definitions; the other actions stay scoped to the registry.
+ */
+export const GLUE_BY_ID_REASON =
+  "glue:GetSchemaVersion by SchemaVersionId names no registry or schema, so IAM matches it only against Resource *.";
+
+export function grantGetSchemaVersionById(grantee: iam.IGrantable): void {
+  iam.Grant.addToPrincipal({ grantee, actions: ["glue:GetSchemaVersion"], resourceArns: ["*"] });
+}
 /** The Glue actions a function that registers schemas needs as well. */
 export const GLUE_REGISTER_ACTIONS = ["glue:RegisterSchemaVersion", "glue:CreateSchema"];
 
@@ -169,6 +184,7 @@ export function grantSchemaRegistryAccess(
       actions: [...GLUE_READ_ACTIONS, ...(access.register ? GLUE_REGISTER_ACTIONS : [])],
       resourceArns: [access.registryArn, schemas],
     });
+    grantGetSchemaVersionById(grantee);
     return { [GLUE_REGISTRY_ENV.registryName]: name };
   }
   assertTlsRegistry(scope, access.url, path);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { parseArgs } from "node:util";
-import { startEmulators } from "./emulators.ts";
+import { kafkaSubstrateFromArgs, startEmulators } from "./emulators.ts";
 import { assertPrerequisites } from "./prerequisites.ts";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
 import { SynthError, synthesize } from "./runtime/synth.ts";
@@ -30,6 +30,8 @@ export const LOCAL_USAGE = `usage: reliable-consumers local [--app "<command>" |
   --stack <name>      the stack to run when the app has several
   --context key=value CDK context for the synth (repeatable)
   --log-dir <dir>     where each function's log file goes (default: a temporary directory)
+  --kafka mock|real   librdkafka's mock (default) or an Apache Kafka broker
+  --no-enforce-iam    do not check each function's calls against its role's IAM policies
   --quiet             do not stream function logs to the terminal
   --endpoint-url <url>  create the resources on emulators you run already (LocalStack: http://localhost:4566)
                       instead of ours, for every AWS service; AWS_ENDPOINT_URL_SQS, _DYNAMODB, _DYNAMODB_STREAMS
@@ -115,11 +117,14 @@ export async function localCommand(argv: string[]): Promise<number> {
       stack: { type: "string" },
       context: { type: "string", multiple: true, default: [] },
       "log-dir": { type: "string" },
+      kafka: { type: "string", default: "mock" },
+      "enforce-iam": { type: "boolean", default: true },
       quiet: { type: "boolean", default: false },
       "endpoint-url": { type: "string" },
       "kafka-brokers": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
+    allowNegative: true,
   });
   if (values.help) {
     log(LOCAL_USAGE);
@@ -135,6 +140,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const context = parseContext(values.context);
+  const kafka = kafkaSubstrateFromArgs(["--kafka", values.kafka]);
   let upstreams: ReturnType<typeof resolveUpstreams>;
   try {
     upstreams = resolveUpstreams({
@@ -176,7 +182,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   }
 
   log(`local: ${describeUpstreams(upstreams).join("; ")}; starting the embedded ones...`);
-  const emulators = await startEmulators({ upstreams });
+  const emulators = await startEmulators({ upstreams, kafka });
   let runtime: LocalRuntime | undefined;
   try {
     runtime = await startLocalRuntime({
@@ -184,12 +190,28 @@ export async function localCommand(argv: string[]): Promise<number> {
       ...(values.stack ? { stackName: values.stack } : {}),
       logDir,
       ...(values.quiet ? {} : { logTee: (fn) => prefixedLines(fn.name, process.stdout) }),
+      enforceIam: values["enforce-iam"],
     });
     for (const line of formatReport(runtime.app)) log(line);
-    for (const line of describeRuntime(runtime, emulators.env, logDir)) log(line);
-    log("local: ready");
+    // The tools' endpoints are the gateway's: the queue URLs it hands out resolve, and the quotas hold.
+    for (const line of describeRuntime(
+      runtime,
+      { ...emulators.env, ...runtime.enforcement.runtimeEnv },
+      logDir,
+    ))
+      log(line);
+    log(
+      runtime.enforcement.enforceIam
+        ? "local: ready; each function acts as its role (a call its policies do not allow is denied, as on AWS)"
+        : "local: ready; IAM is not enforced (--no-enforce-iam)",
+    );
     await untilSignal();
     log("local: stopping...");
+    const denied = runtime.denials.summary();
+    if (denied.length) {
+      log(`local: ${runtime.denials.all().length} calls were denied; each would fail on AWS too:`);
+      for (const line of denied) log(`  ${line}`);
+    } else if (runtime.enforcement.enforceIam) log("local: no call was denied");
     return 0;
   } finally {
     const stopped = (async () => {

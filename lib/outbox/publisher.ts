@@ -10,6 +10,7 @@ import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../k
 import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
 import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
+import { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "../sqs/sqsLimits.ts";
 import { PublishFailedError, PublishRejectedError, UnknownDestinationError } from "./errors.ts";
 import { OUTBOX_HEADERS, type OutboxEvent, type PublishOutcome, publishedHeaders } from "./outboxEvent.ts";
 import { encodeForKafka, hasSchemaHeader } from "./schemaFraming.ts";
@@ -90,14 +91,8 @@ export function parseDestination(
   return undefined;
 }
 
-/** SQS's own limits (SendMessage, SendMessageBatch): 1 MiB a message and 1 MiB a batch since 2025. */
-export const SQS_LIMITS = {
-  maxMessageBytes: 1_048_576,
-  maxBatchBytes: 1_048_576,
-  maxBatchEntries: 10,
-} as const;
+export { SQS_LIMITS };
 
-const SQS_MAX_ATTRIBUTES = 10;
 const CORE_ATTRIBUTES = new Set<string>(Object.values(OUTBOX_HEADERS));
 /** Where user headers go when they do not fit as attributes of their own (JSON object). */
 export const FOLDED_HEADERS_ATTRIBUTE = "x-headers";
@@ -115,7 +110,7 @@ export function toSqsAttributes(
   }
   const userNames = Object.keys(user);
   const fits =
-    Object.keys(core).length + userNames.length <= SQS_MAX_ATTRIBUTES &&
+    Object.keys(core).length + userNames.length <= SQS_LIMITS.maxAttributes &&
     userNames.every((n) => VALID_ATTRIBUTE_NAME.test(n) && n !== FOLDED_HEADERS_ATTRIBUTE) &&
     Object.values(user).every((v) => v !== "");
   if (fits) {
@@ -124,17 +119,6 @@ export function toSqsAttributes(
     core[FOLDED_HEADERS_ATTRIBUTE] = { DataType: "String", StringValue: JSON.stringify(user) };
   }
   return core;
-}
-
-function entrySize(entry: SendMessageBatchRequestEntry): number {
-  let size = Buffer.byteLength(entry.MessageBody ?? "", "utf8");
-  for (const [name, attr] of Object.entries(entry.MessageAttributes ?? {})) {
-    size +=
-      Buffer.byteLength(name) +
-      Buffer.byteLength(attr.DataType ?? "") +
-      Buffer.byteLength(attr.StringValue ?? "");
-  }
-  return size;
 }
 
 async function mapLimit<T>(
@@ -285,24 +269,8 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
     };
   }
 
-  /** Chunks of ≤10 entries and ≤ maxBatchBytes (an oversized entry goes alone; SQS will reject it). */
-  function chunk<T extends { entry: SendMessageBatchRequestEntry }>(items: ReadonlyArray<T>): T[][] {
-    const chunks: T[][] = [];
-    let current: T[] = [];
-    let bytes = 0;
-    for (const item of items) {
-      const size = entrySize(item.entry);
-      if (current.length > 0 && (current.length === 10 || bytes + size > maxBatchBytes)) {
-        chunks.push(current);
-        current = [];
-        bytes = 0;
-      }
-      current.push(item);
-      bytes += size;
-    }
-    if (current.length > 0) chunks.push(current);
-    return chunks;
-  }
+  const chunk = <T extends { entry: SendMessageBatchRequestEntry }>(items: ReadonlyArray<T>) =>
+    chunkSqsBatch(items, (item) => sqsEntryBytes(item.entry), maxBatchBytes);
 
   async function publishSqs(
     target: Extract<Target, { kind: "sqs" }>,

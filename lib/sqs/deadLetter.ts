@@ -1,9 +1,18 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { contextToHeaders, type FailureContext } from "../core/failureContext.ts";
-import { carriedMessageId, type PlainAttribute, packAttributes } from "./attributePacking.ts";
+import {
+  carriedMessageId,
+  type PlainAttribute,
+  packAttributes,
+  unpackAttributes,
+} from "./attributePacking.ts";
 
-/** A record's message attributes as they were sent. */
+/**
+ * The user's own message attributes of a record, as they were first sent: a copy that carries them
+ * folded (it had all 10, see `packAttributes`) gives them back unfolded, so a later park or copy
+ * keeps them. Our packed failure context is not among them.
+ */
 export function plainAttributes(record: SQSRecord): Record<string, PlainAttribute> {
   const out: Record<string, PlainAttribute> = {};
   for (const [name, a] of Object.entries(record.messageAttributes ?? {})) {
@@ -12,7 +21,7 @@ export function plainAttributes(record: SQSRecord): Record<string, PlainAttribut
         ? { DataType: a.dataType, BinaryValueBase64: a.binaryValue }
         : { DataType: a.dataType, StringValue: a.stringValue ?? "" };
   }
-  return out;
+  return unpackAttributes(out).attributes;
 }
 
 export function toSdkAttributes(

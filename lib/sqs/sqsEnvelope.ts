@@ -8,7 +8,7 @@ import {
   SchemaValidationError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import { carriedMessageId } from "./attributePacking.ts";
+import { carriedMessageId, FOLDED_ATTRIBUTE, unpackAttributes } from "./attributePacking.ts";
 
 /** How an SQS record is read into its envelope: parsing, schema, business key, size limit. */
 export interface SqsEnvelopeOptions<T> {
@@ -38,11 +38,29 @@ function headersOf(record: SQSRecord): Record<string, string> {
   for (const [name, attr] of Object.entries(record.messageAttributes ?? {})) {
     if (attr?.stringValue !== undefined) out[name] = attr.stringValue;
   }
-  // A copy redriven from a DLQ carries the original's id in its failure context: dedup it under
-  // that id, not its new message id (lib/dlq/sqsDeadLetters.ts, redrivenAttributes).
+  // A copy redriven from a DLQ (or requeued) carries the original's id in its failure context: dedup
+  // it under that id, not its new message id (lib/dlq/sqsDeadLetters.ts, redrivenAttributes).
   const carried = carriedMessageId(out);
+  // A copy of a record that used all 10 attributes carries them folded with our context: unfold.
+  const folded = out[FOLDED_ATTRIBUTE];
+  if (folded !== undefined) {
+    const user = foldedUserAttributes(folded);
+    if (user) {
+      delete out[FOLDED_ATTRIBUTE];
+      for (const [name, a] of Object.entries(user))
+        if (a.StringValue !== undefined) out[name] ??= a.StringValue;
+    }
+  }
   if (carried !== undefined) out[CONTEXT_HEADERS.messageId] = carried;
   return out;
+}
+
+function foldedUserAttributes(folded: string) {
+  try {
+    return unpackAttributes({ [FOLDED_ATTRIBUTE]: { DataType: "String", StringValue: folded } }).attributes;
+  } catch {
+    return undefined; // not our packing: leave it as the user's own attribute
+  }
 }
 
 /** Normalises an SQS record to the envelope. Throws typed permanent errors for bad input. */

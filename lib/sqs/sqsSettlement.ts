@@ -16,15 +16,14 @@ import {
 import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
 import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { packAttributes } from "./attributePacking.ts";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "./backoff.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
 import { atLastReceive, sqsAnswer } from "./sqsAnswer.ts";
+import { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "./sqsLimits.ts";
 import { changeVisibility, MAX_VISIBILITY_SECONDS } from "./visibility.ts";
 import { type HeartbeatOptions, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
-
-/** SQS's cap on DelaySeconds. */
-const MAX_DELAY_SECONDS = 900;
 
 export interface SqsSettlementDeps {
   readonly sqs: SQSClient;
@@ -148,26 +147,26 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
         p.outcome = await park(p.record, p.outcome.error);
     }
     for (const [url, due] of byQueue) {
-      for (let i = 0; i < due.length; i += 10) await requeue(url, due.slice(i, i + 10));
+      // SendMessageBatch refuses the whole call past 10 entries or 1 MiB: chunk by both.
+      const copies = due.map((plan, j) => ({ plan, entry: copyEntry(plan, j) }));
+      for (const chunk of chunkSqsBatch(copies, (c) => sqsEntryBytes(c.entry))) await requeue(url, chunk);
     }
   }
 
   /** One SendMessageBatch of copies; only the entries SQS accepted are acked. */
-  async function requeue(url: string, chunk: ReadonlyArray<RecordPlan<SQSRecord, unknown>>) {
-    const entries = chunk.map((p, j) => ({
-      Id: String(j),
-      MessageBody: p.record.body,
-      DelaySeconds: Math.min(MAX_DELAY_SECONDS, Math.round(delayOf(p.outcome))),
-      MessageAttributes: toSdkAttributes(copyAttributes(p)),
-    }));
+  async function requeue(
+    url: string,
+    chunk: ReadonlyArray<{ plan: RecordPlan<SQSRecord, unknown>; entry: ReturnType<typeof copyEntry> }>,
+  ) {
+    const byId = new Map(chunk.map((c) => [c.entry.Id, c.plan]));
     const out = await sqs
-      .send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }))
+      .send(new SendMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((c) => c.entry) }))
       .catch((error: unknown) => {
         telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
         return { Successful: [] };
       });
     for (const ok of out.Successful ?? []) {
-      const p = chunk[Number(ok.Id)];
+      const p = ok.Id === undefined ? undefined : byId.get(ok.Id);
       if (!p) continue;
       p.outcome = done("requeued");
       telemetry.count(METRIC.requeued);
@@ -226,14 +225,33 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
 
 const delayOf = (o: RecordOutcome | undefined) => (o?.kind === "unfinished" ? o.delaySeconds : 0);
 
+/** The fresh copy of a healthy record: same body and attributes, its wait as its delay, its group kept. */
+function copyEntry(p: RecordPlan<SQSRecord, unknown>, j: number) {
+  const group = p.record.attributes.MessageGroupId;
+  return {
+    Id: String(j),
+    MessageBody: p.record.body,
+    DelaySeconds: Math.min(SQS_LIMITS.maxDelaySeconds, Math.round(delayOf(p.outcome))),
+    MessageAttributes: toSdkAttributes(copyAttributes(p)),
+    // A fair queue's record (a standard queue with group ids) keeps its tenant on the copy.
+    ...(group !== undefined ? { MessageGroupId: group } : {}),
+  };
+}
+
 /**
  * The copy keeps the user's attributes; a dedup id that came from the broker (the messageId, which
- * the copy will not share) rides along as `x-message-id`, which key resolution honours.
+ * the copy will not share) rides along as `x-message-id`, which key resolution honours. SQS allows
+ * 10 attributes: when the user's already fill them, the copy carries them folded together with the
+ * id in one attribute (`x-folded-attributes`, the dead-letter packing), which key resolution, the
+ * envelope's headers, parking and the redrive tool unfold. Dropping the id instead would let the copy
+ * run again under its new messageId while another invocation may hold the original (a duplicate
+ * effect); dropping a user attribute would lose it.
  */
 function copyAttributes(p: RecordPlan<SQSRecord, unknown>) {
   const attributes = plainAttributes(p.record);
   const id = p.decoded.ok ? p.decoded.envelope : undefined;
-  if (id?.idSource === "broker" && attributes[CONTEXT_HEADERS.messageId] === undefined)
-    attributes[CONTEXT_HEADERS.messageId] = { DataType: "String", StringValue: id.id };
-  return attributes;
+  if (id?.idSource !== "broker" || attributes[CONTEXT_HEADERS.messageId] !== undefined) return attributes;
+  if (Object.keys(attributes).length < SQS_LIMITS.maxAttributes)
+    return { ...attributes, [CONTEXT_HEADERS.messageId]: { DataType: "String", StringValue: id.id } };
+  return packAttributes(attributes, { [CONTEXT_HEADERS.messageId]: id.id });
 }

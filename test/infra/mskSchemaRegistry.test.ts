@@ -85,6 +85,8 @@ describe("addMskTrigger({ schemaRegistry })", () => {
     }
     const actions = policyActions(t).flatMap((s) => s.actions);
     expect(actions).toEqual(expect.arrayContaining(["glue:GetSchemaVersion", "glue:GetRegistry"]));
+    // The mapping looks frames up by schema version id, which IAM matches only against "*" (issue 21).
+    expect(policyActions(t)).toContainEqual({ actions: ["glue:GetSchemaVersion"], resource: "*" });
     t.hasResourceProperties("AWS::Lambda::Function", {
       Environment: {
         Variables: Match.objectLike({
@@ -144,6 +146,8 @@ describe("useSchemaRegistry (the function's own registry client: the relay produ
       "glue:GetSchemaVersion",
     ]);
     expect(s?.resource).toEqual([registryArn, "arn:aws:glue:eu-west-1:111122223333:schema/payments/*"]);
+    // Decoding a frame is GetSchemaVersion by SchemaVersionId: only Resource "*" matches it (issue 21).
+    expect(policyActions(t)).toContainEqual({ actions: ["glue:GetSchemaVersion"], resource: "*" });
     t.hasResourceProperties("AWS::Lambda::Function", {
       Environment: { Variables: Match.objectLike({ GLUE_SCHEMA_REGISTRY_NAME: "payments" }) },
     });

@@ -351,12 +351,18 @@ describe("consumer functions", () => {
     }
   });
 
-  it("let SQS consumers park permanent failures in their DLQ", () => {
-    const sends = policyStatementsOf("order-consumer").filter((s) =>
-      asList(s.Action).includes("sqs:SendMessage"),
-    );
-    expect(sends).toHaveLength(1);
-    expect(JSON.stringify(sends[0].Resource)).toMatch(/OrdersDlq/);
+  it("let SQS consumers park permanent failures in their DLQ, and requeue healthy records to their queue (issue 21)", () => {
+    const sends = policyStatementsOf("order-consumer")
+      .filter((s) => asList(s.Action).includes("sqs:SendMessage"))
+      .flatMap((s) => asList(s.Resource).map((r: Json) => r["Fn::GetAtt"]?.[0]));
+    expect(sends).toHaveLength(2);
+    expect(sends.some((id) => /OrdersDlq/.test(id))).toBe(true);
+    // The copy of a healthy record on its last receive goes back to the queue the trigger reads.
+    const [orderFnId] = functionNamed("order-consumer");
+    const [, trigger] = resources("AWS::Lambda::EventSourceMapping").find(
+      ([, m]) => m.Properties.FunctionName.Ref === orderFnId,
+    )!;
+    expect(sends).toContain(trigger.Properties.EventSourceArn["Fn::GetAtt"][0]);
   });
 });
 
@@ -458,6 +464,13 @@ describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
     expect(groups).toContain(groupArn("payment-consumer.retry.5s"));
     expect(actionsOn("kafka-cluster:DescribeGroup").sort()).toEqual([...groups].sort());
     expect(actionsOn("kafka:GetBootstrapBrokers")).toEqual([clusterArn]);
+    // The idempotent producer (retry ladder, DLQ) needs WriteDataIdempotently on the cluster (issue 21).
+    expect(actionsOn("kafka-cluster:WriteDataIdempotently")).toEqual([clusterArn]);
+    expect(
+      policyStatementsOf("outbox-relay")
+        .filter((s) => asList(s.Action).includes("kafka-cluster:WriteDataIdempotently"))
+        .flatMap((s) => asList(s.Resource)),
+    ).toEqual([clusterArn]);
     // The relay produces to the main topic only.
     const relay = policyStatementsOf("outbox-relay").filter((s) =>
       asList(s.Action).includes("kafka-cluster:WriteData"),

@@ -4,6 +4,12 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from "@aws-sdk/client-sqs";
 import { createDedupStore, createIdempotency, METRIC } from "reliable-consumers";
 import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
 import { createSqsClient, sqsConsumer, TransientError } from "reliable-consumers/sqs";
@@ -11,7 +17,8 @@ import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { dedupPk } from "../../lib/dedup/schema.ts";
-import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
+import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
+import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
@@ -347,5 +354,111 @@ describe("issue 13: a batch that needs nothing of its queue makes no call for it
     expect(runs).toBe(3);
     expect(lookups).toEqual([]);
     expect(errors).not.toHaveBeenCalled();
+  });
+});
+
+describe("issue 21: the requeue of healthy records respects SQS's batch limits", () => {
+  /** The one copy on the queue, once its delay (the holder's lease) is over: read with a short poll loop. */
+  async function receiveDelayed(url: string): Promise<Message> {
+    for (let i = 0; i < 120; i++) {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 1,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ["All"],
+          MessageSystemAttributeNames: ["All"],
+        }),
+      );
+      if (out.Messages?.[0]) return out.Messages[0];
+    }
+    throw new Error("no copy arrived");
+  }
+
+  /** A consumer whose every record is held elsewhere (a lease another invocation renews). */
+  async function heldEverywhere(
+    what: string,
+    ids: string[],
+    key?: (m: { id: string }) => string,
+    leaseMs = 60_000,
+  ) {
+    const scope = name(what);
+    const holder = createDedupStore({ tableName: table, scope, client: ddb, leaseMs });
+    for (const id of ids)
+      if ((await holder.claim(id)).status !== "claimed") throw new Error(`not holding ${id}`);
+    const telemetry = recordingTelemetry();
+    const handler = sqsConsumer<{ id: string }>(async () => undefined, {
+      ...(key ? { key } : {}),
+      idempotency: { tableName: table, scope },
+      backoff: { baseSeconds: 0, maxSeconds: 0 },
+      telemetry,
+    });
+    return { handler, telemetry };
+  }
+
+  it("four 300 KB records on their last receive are requeued in SendMessageBatch calls of at most 1 MiB, none dead-lettered", async () => {
+    const q = await queue("large", { maxReceiveCount: 1 });
+    const ids = ["L1", "L2", "L3", "L4"];
+    const { handler, telemetry } = await heldEverywhere("large", ids, (m) => m.id);
+    const pad = "x".repeat(300_000);
+    // The sender obeys the 1 MiB limit too: three, then one.
+    await sendAll(
+      sqs,
+      q.url,
+      ids.slice(0, 3).map((id) => ({ body: JSON.stringify({ id, pad }) })),
+    );
+    await sendAll(sqs, q.url, [{ body: JSON.stringify({ id: "L4", pad }) }]);
+    const out = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      waitSeconds: 5,
+      batchSize: 10,
+    });
+    // One batch of all four (1.2 MB): one SendMessageBatch would have been refused whole.
+    expect(out.received).toBe(4);
+    expect(out.failed).toEqual([]);
+    expect(telemetry.counts[METRIC.requeued]).toBe(4);
+    expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(0);
+    // The copies wait out the holder's lease as their delay.
+    const attributes = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: q.url,
+        AttributeNames: ["ApproximateNumberOfMessagesDelayed"],
+      }),
+    );
+    expect(attributes.Attributes?.ApproximateNumberOfMessagesDelayed).toBe("4");
+  });
+
+  it("a record with 10 attributes of its own is requeued with 10 at most: its attributes and dedup id folded, and read back", async () => {
+    const q = await queue("ten-attributes", { maxReceiveCount: 1 });
+    const user = Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`a${i}`, { DataType: "String", StringValue: `v${i}` }]),
+    );
+    const sent = await sqs.send(
+      new SendMessageCommand({ QueueUrl: q.url, MessageBody: '{"id":"t1"}', MessageAttributes: user }),
+    );
+    // No business key and no producer id: the dedup id is the broker's messageId, which a copy would not keep.
+    const { handler, telemetry } = await heldEverywhere(
+      "ten-attributes",
+      [sent.MessageId!],
+      undefined,
+      3_000,
+    );
+    const out = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      waitSeconds: 5,
+    });
+    expect(out.failed).toEqual([]);
+    expect(telemetry.counts[METRIC.requeued]).toBe(1);
+    const copy = await receiveDelayed(q.url);
+    expect(Object.keys(copy!.MessageAttributes ?? {}).length).toBeLessThanOrEqual(10);
+    // The consumer reads the copy's headers and dedup id as the original's.
+    const envelope = await toSqsEnvelope(toLambdaRecord(copy!, q.arn), {});
+    expect(envelope.id).toBe(sent.MessageId);
+    expect(envelope.idSource).not.toBe("broker");
+    for (let i = 0; i < 10; i++) expect(envelope.headers[`a${i}`]).toBe(`v${i}`);
   });
 });

@@ -97,6 +97,80 @@ async function readOne(
 
 const LOG_DIR = join(tmpdir(), "local-runtime-test-logs");
 
+/**
+ * The scripted function's execution role with the grants its template's test needs: the local
+ * runtime enforces them, for its code (the record table) and for its mappings' pollers.
+ */
+const scriptedRole = (record: string, statements: ReadonlyArray<Record<string, unknown>>) => ({
+  Role: {
+    Type: "AWS::IAM::Role",
+    Properties: {
+      AssumeRolePolicyDocument: {
+        Version: "2012-10-17",
+        Statement: [
+          { Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" },
+        ],
+      },
+    },
+  },
+  RolePolicy: {
+    Type: "AWS::IAM::Policy",
+    Properties: {
+      PolicyName: "scripted",
+      Roles: [{ Ref: "Role" }],
+      PolicyDocument: {
+        Version: "2012-10-17",
+        Statement: [
+          { Effect: "Allow", Action: "dynamodb:PutItem", Resource: `arn:aws:dynamodb:*:*:table/${record}` },
+          ...statements,
+        ],
+      },
+    },
+  },
+});
+
+const STREAM_READ = [
+  "dynamodb:DescribeStream",
+  "dynamodb:GetRecords",
+  "dynamodb:GetShardIterator",
+  "dynamodb:ListStreams",
+];
+const SQS_CONSUME = [
+  "sqs:ReceiveMessage",
+  "sqs:DeleteMessage",
+  "sqs:GetQueueAttributes",
+  "sqs:ChangeMessageVisibility",
+];
+
+const CLUSTER = "arn:aws:kafka:us-east-1:111111111111:cluster/c/1";
+/** What a Lambda MSK mapping needs of its role (consume `topic` as `group`), and write on a destination. */
+const mskMappingGrants = (topic: string, group: string, destination?: string) => [
+  {
+    Effect: "Allow",
+    Action: ["kafka-cluster:Connect", "kafka-cluster:DescribeClusterDynamicConfiguration"],
+    Resource: CLUSTER,
+  },
+  {
+    Effect: "Allow",
+    Action: ["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"],
+    Resource: `arn:aws:kafka:us-east-1:111111111111:topic/c/1/${topic}`,
+  },
+  {
+    Effect: "Allow",
+    Action: ["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"],
+    Resource: `arn:aws:kafka:us-east-1:111111111111:group/c/1/${group}`,
+  },
+  ...(destination
+    ? [
+        {
+          Effect: "Allow",
+          Action: ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"],
+          Resource: `arn:aws:kafka:us-east-1:111111111111:topic/c/1/${destination}`,
+        },
+      ]
+    : []),
+];
+
 const scriptedFunction = (env: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   Type: "AWS::Lambda::Function",
   Metadata: { "aws:asset:path": "scripted" },
@@ -108,6 +182,7 @@ const scriptedFunction = (env: Record<string, unknown>, extra: Record<string, un
     // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
     Code: { S3Bucket: { "Fn::Sub": "cdk-assets-${AWS::AccountId}-${AWS::Region}" }, S3Key: "scripted.zip" },
     Environment: { Variables: env },
+    Role: { "Fn::GetAtt": ["Role", "Arn"] },
     ...extra,
   },
 });
@@ -126,7 +201,13 @@ describe("local runtime: SQS trigger", () => {
           },
         },
         Filtered: { Type: "AWS::SQS::Queue", Properties: { VisibilityTimeout: 2 } },
-        Role: { Type: "AWS::IAM::Role", Properties: {} },
+        ...scriptedRole(record, [
+          {
+            Effect: "Allow",
+            Action: SQS_CONSUME,
+            Resource: [{ "Fn::GetAtt": ["Queue", "Arn"] }, { "Fn::GetAtt": ["Filtered", "Arn"] }],
+          },
+        ]),
         Fn: scriptedFunction({
           RECORD_TABLE: record,
           QUEUE_URL: { Ref: "Queue" },
@@ -315,6 +396,15 @@ describe("local runtime: DynamoDB Streams trigger", () => {
         Partial: table,
         Bisect: table,
         Failures: { Type: "AWS::SQS::Queue", Properties: {} },
+        ...scriptedRole(record, [
+          {
+            Effect: "Allow",
+            Action: STREAM_READ,
+            Resource: [{ "Fn::GetAtt": ["Partial", "StreamArn"] }, { "Fn::GetAtt": ["Bisect", "StreamArn"] }],
+          },
+          // Lambda sends the on-failure record with the function's role.
+          { Effect: "Allow", Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": ["Failures", "Arn"] } },
+        ]),
         Fn: scriptedFunction({ RECORD_TABLE: record }),
         PartialMapping: streamMapping("Partial", {}),
         BisectMapping: streamMapping("Bisect", { BisectBatchOnFunctionError: true }),
@@ -436,6 +526,7 @@ describeWithoutSqs("local runtime: MSK trigger", () => {
           },
         },
         // No dead-letter topic yet: the destination refuses the first writes (issue 26 item 4).
+        ...scriptedRole(record, mskMappingGrants(topic, group, dlt)),
         Fn: scriptedFunction({
           RECORD_TABLE: record,
           KAFKA_BROKERS: "b-1.c.abc.c1.kafka.us-east-1.amazonaws.com:9098",
@@ -473,8 +564,9 @@ describeWithoutSqs("local runtime: MSK trigger", () => {
     });
     runtimes.push(runtime);
     const fn = runtime.app.functions[0]!;
-    expect(fn.environment.KAFKA_BROKERS).toBe(process.env.KAFKA_BROKERS);
-    expect(fn.environment.MSK_IAM_AUTH).toBe("false");
+    // The MSK bootstrap brokers become the enforcing Kafka gateway, which takes MSK IAM auth (no TLS).
+    expect(fn.environment.KAFKA_BROKERS).toBe(runtime.enforcement.kafka?.brokers.join(","));
+    expect(fn.environment.MSK_IAM_AUTH).toBe("true");
     await producer.send({
       topic,
       messages: ["ok", "ok", "failOnce", "ok", "ok", "fail"].map((d, i) => ({
@@ -548,6 +640,7 @@ describeWithoutSqs("local runtime: MSK trigger", () => {
             ReplicationFactor: 3,
           },
         },
+        ...scriptedRole(record, mskMappingGrants(topic, group)),
         Fn: scriptedFunction({ RECORD_TABLE: record, SLEEP_MS: "4000" }),
         Mapping: {
           Type: "AWS::Lambda::EventSourceMapping",

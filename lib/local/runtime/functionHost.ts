@@ -170,6 +170,11 @@ export class FunctionHost {
     return this.#pool(name).fn;
   }
 
+  /** Writes a line of the runtime's own into a function's log stream (a denied call, say). */
+  log(functionName: string, line: string): void {
+    this.#pools.get(functionName)?.log.write(`${new Date().toISOString()}\t${line}\n`);
+  }
+
   stats(): FunctionStats[] {
     return [...this.#pools.values()].map((p) => ({
       name: p.fn.name,

@@ -1,9 +1,12 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
-import { type ISocketFactory, Kafka, logLevel } from "kafkajs";
+import { generateAuthTokenFromCredentialsProvider } from "aws-msk-iam-sasl-signer-js";
+import { type ISocketFactory, Kafka, logLevel, type SASLOptions } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
+import type { DenialLog } from "../enforcement/denials.ts";
+import { type LocalEnforcement, startLocalEnforcement } from "../enforcement/localEnforcement.ts";
 import type { CfnTemplate } from "./cloudAssembly.ts";
 import { loadCloudAssembly } from "./cloudAssembly.ts";
 import { dynamodbStreamEventSource } from "./dynamodbStreamEventSource.ts";
@@ -53,6 +56,12 @@ export interface LocalRuntimeOptions {
   readonly instrument?: (client: RuntimeClient) => void;
   /** How the runtime's own Kafka clients (mappings, setup) open broker connections. */
   readonly kafkaSocketFactory?: ISocketFactory;
+  /**
+   * Each function acts as its role: every SQS, DynamoDB and Streams call of its code and of its
+   * event source mappings is checked against the template's IAM policies, and denied as AWS would
+   * deny it (`denials` lists each one). @default true
+   */
+  readonly enforceIam?: boolean;
 }
 
 export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
@@ -62,6 +71,10 @@ export interface LocalRuntime {
   readonly app: LocalApp;
   readonly host: FunctionHost;
   readonly eventSources: EventSource[];
+  /** Every call refused for lack of a grant, with the grant that would allow it. */
+  readonly denials: DenialLog;
+  /** The gateway the runtime's and the functions' AWS calls go through. */
+  readonly enforcement: LocalEnforcement;
   /** A function by name, logical id, or a part of its CDK path (e.g. `/order-consumer/`). */
   findFunction(what: string): LocalFunction;
   /** Batches in flight in any event source, plus running invocations. */
@@ -79,6 +92,8 @@ const EMULATOR_VARS = [
   "AWS_ENDPOINT_URL_DYNAMODB",
   "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
   "AWS_ENDPOINT_URL_SQS",
+  "AWS_ENDPOINT_URL_GLUE",
+  "AWS_ENDPOINT_URL_SECRETS_MANAGER",
   "AWS_REGION",
   "AWS_DEFAULT_REGION",
   "AWS_ACCESS_KEY_ID",
@@ -93,17 +108,27 @@ export function matchFunction(fn: LocalFunction, what: string): boolean {
   return fn.name === what || fn.logicalId === what || fn.cdkPath?.includes(what) === true;
 }
 
-/** The template to run: the one given, or the stack of the cloud assembly (the only one, or the one named). */
+/** The emulator variables of the run: the options', else this process's. */
+function emulatorEnvOf(options: LocalRuntimeOptions): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const k of EMULATOR_VARS) {
+    const v = options.emulatorEnv?.[k] ?? process.env[k];
+    if (v !== undefined) env[k] = v;
+  }
+  return env;
+}
+
+/** The one stack to run: the template given, or the assembly's only (or named) stack. */
 function stackOf(options: LocalRuntimeOptions): {
   template: CfnTemplate;
   stackName: string;
-  assetRoot: string | undefined;
+  assetRoot?: string;
 } {
   if (options.template)
     return {
       template: options.template,
       stackName: options.stackName ?? "LocalStack",
-      assetRoot: options.assetRoot,
+      ...(options.assetRoot ? { assetRoot: options.assetRoot } : {}),
     };
   if (!options.cdkOut) throw new Error("give cdkOut or template");
   const stacks = loadCloudAssembly(options.cdkOut);
@@ -113,65 +138,45 @@ function stackOf(options: LocalRuntimeOptions): {
     throw new Error(
       `${options.cdkOut} has ${stacks.length} stacks; choose one: ${stacks.map((s) => s.stackName).join(", ")}`,
     );
-  return { template: stack.template, stackName: stack.stackName, assetRoot: stack.assetRoot };
+  return stack;
 }
 
-/** Where the emulators are: the options' endpoints, else this process's environment. */
-function emulatorEnvOf(options: LocalRuntimeOptions): Record<string, string> {
-  const emulatorEnv: Record<string, string> = {};
-  for (const k of EMULATOR_VARS) {
-    const v = options.emulatorEnv?.[k] ?? process.env[k];
-    if (v !== undefined) emulatorEnv[k] = v;
-  }
-  return emulatorEnv;
+interface AwsClients {
+  readonly sqs: ReturnType<typeof createSqsClient>;
+  readonly ddb: DynamoDBClient;
+  readonly streams: DynamoDBStreamsClient;
 }
 
-/** The runtime's own clients of the emulators (materialising, polling, destinations). */
-function emulatorClients(emulatorEnv: Record<string, string>) {
-  const region = emulatorEnv.AWS_REGION ?? "us-east-1";
-  const sqs = createSqsClient({
-    region,
-    ...(emulatorEnv.AWS_ENDPOINT_URL_SQS ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_SQS } : {}),
-  });
-  const ddb = new DynamoDBClient({
-    region,
-    ...(emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB } : {}),
-  });
-  const streams = new DynamoDBStreamsClient({
-    region,
-    ...(emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS
-      ? { endpoint: emulatorEnv.AWS_ENDPOINT_URL_DYNAMODB_STREAMS }
-      : {}),
-  });
-  return { region, sqs, ddb, streams };
+/** SDK clients on the gateway: the runtime's own (no credentials given), or a role session's. */
+function awsClients(
+  env: Readonly<Record<string, string>>,
+  region: string,
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken: string } | undefined,
+  instrument: LocalRuntimeOptions["instrument"],
+): AwsClients {
+  const base = { region, ...(credentials ? { credentials } : {}) };
+  const at = (endpoint: string | undefined) => (endpoint ? { endpoint } : {});
+  const clients = {
+    sqs: createSqsClient({ ...base, ...at(env.AWS_ENDPOINT_URL_SQS) }),
+    ddb: new DynamoDBClient({ ...base, ...at(env.AWS_ENDPOINT_URL_DYNAMODB) }),
+    streams: new DynamoDBStreamsClient({ ...base, ...at(env.AWS_ENDPOINT_URL_DYNAMODB_STREAMS) }),
+  };
+  for (const c of [clients.sqs, clients.ddb, clients.streams]) instrument?.(c);
+  return clients;
 }
 
-/**
- * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
- * its functions' bundled code in Lambda-like execution environments, and runs their event source
- * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics.
- */
-export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
-  const emulatorEnv = emulatorEnvOf(options);
-  const { template, stackName, assetRoot } = stackOf(options);
-  const { region, sqs, ddb, streams } = emulatorClients(emulatorEnv);
-  for (const c of [sqs, ddb, streams]) options.instrument?.(c);
-  const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
-  const app = await materialise({
-    template,
-    stackName,
-    ...(assetRoot ? { assetRoot } : {}),
-    kafkaBrokers: brokers,
-    region,
-    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
-    sqs,
-    dynamodb: ddb,
-  });
+/** The execution environments: endpoints on the gateway, each function's role session in its environment. */
+function functionHost(
+  app: LocalApp,
+  options: LocalRuntimeOptions,
+  emulatorEnv: Record<string, string>,
+  enforcement: LocalEnforcement,
+): FunctionHost {
   const overrides = options.envOverrides ?? {};
-  const host = new FunctionHost(app.functions, {
-    baseEnv: { ...emulatorEnv, ...options.functionEmulatorEnv },
+  return new FunctionHost(app.functions, {
+    baseEnv: { ...emulatorEnv, ...options.functionEmulatorEnv, ...enforcement.functionEnv },
     envOverrides: (fn) => {
-      const merged: Record<string, string> = {};
+      const merged: Record<string, string> = enforcement.credentialsEnv(fn);
       for (const [what, vars] of Object.entries(overrides))
         if (matchFunction(fn, what)) Object.assign(merged, vars);
       return merged;
@@ -185,6 +190,81 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     ...(options.preload ? { preload: options.preload } : {}),
     ...(options.onCrash ? { onCrash: options.onCrash } : {}),
   });
+}
+
+/**
+ * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
+ * its functions' bundled code in Lambda-like execution environments, and runs their event source
+ * mappings (SQS, DynamoDB Streams, MSK) and schedules with Lambda's semantics. Every AWS call goes
+ * through the enforcing gateway (lib/local/enforcement): the functions' and their mappings' as the
+ * function's role, the runtime's own as an administrator.
+ */
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const emulatorEnv = emulatorEnvOf(options);
+  const { template, stackName, assetRoot } = stackOf(options);
+  const region = emulatorEnv.AWS_REGION ?? "us-east-1";
+  const socketFactory = options.kafkaSocketFactory;
+  const enforcement = await startLocalEnforcement({
+    emulatorEnv,
+    ...(options.functionEmulatorEnv ? { functionEmulatorEnv: options.functionEmulatorEnv } : {}),
+    enforceIam: options.enforceIam ?? true,
+    region,
+    // The gateway dials the brokers the way the runtime does (a chaos proxy may stand between).
+    ...(socketFactory
+      ? {
+          kafkaDial: (host, port) =>
+            socketFactory({ host, port, onConnect: () => {} } as Parameters<ISocketFactory>[0]),
+        }
+      : {}),
+  });
+  const admin = awsClients(
+    { ...emulatorEnv, ...enforcement.runtimeEnv },
+    region,
+    undefined,
+    options.instrument,
+  );
+  const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+  let app: LocalApp;
+  try {
+    app = await materialise({
+      template,
+      stackName,
+      ...(assetRoot ? { assetRoot } : {}),
+      kafkaBrokers: brokers,
+      ...(enforcement.kafka
+        ? {
+            // Functions reach Kafka through the gateway, with their MSK IAM auth kept (it has no TLS).
+            functionKafkaBrokers: enforcement.kafka.brokers,
+            kafkaEnvRewrites: { KAFKA_SSL: "false" },
+          }
+        : {}),
+      region,
+      ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+      sqs: admin.sqs,
+      dynamodb: admin.ddb,
+    });
+    await enforcement.enforce(app);
+  } catch (error) {
+    await enforcement.stop();
+    throw error;
+  }
+  const host = functionHost(app, options, emulatorEnv, enforcement);
+  // Live, in the function's own log stream: the denied call and the grant that would allow it.
+  enforcement.denials.subscribe((d) =>
+    host.log(d.functionName, `DENIED ${d.action} on ${d.resource}: ${d.message}. Grant it with ${d.advice}`),
+  );
+  // The mappings poll as their function's role, as Lambda's do.
+  const roleClients = new Map<string, AwsClients>();
+  const clientsOf = (fn: string): AwsClients => {
+    const credentials = enforcement.credentials(fn);
+    if (!credentials) return admin;
+    let c = roleClients.get(fn);
+    if (!c) {
+      c = awsClients({ ...emulatorEnv, ...enforcement.runtimeEnv }, region, credentials, options.instrument);
+      roleClients.set(fn, c);
+    }
+    return c;
+  };
   const kafka = brokers.length
     ? new Kafka({
         clientId: "local-runtime",
@@ -195,15 +275,36 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         ...(options.kafkaSocketFactory ? { socketFactory: options.kafkaSocketFactory } : {}),
       })
     : undefined;
+  // A Kafka mapping consumes as its function's role too: through the gateway, with an MSK IAM token.
+  const roleKafka = new Map<string, Kafka>();
+  const kafkaOf = (fn: string): Kafka | undefined => {
+    const credentials = enforcement.credentials(fn);
+    if (!kafka || !credentials || !enforcement.kafka) return kafka;
+    let k = roleKafka.get(fn);
+    if (!k) {
+      k = new Kafka({
+        clientId: `local-runtime-${fn}`,
+        brokers: [...enforcement.kafka.brokers],
+        logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
+        retry: { retries: 8, initialRetryTime: 200 },
+        sasl: mskIamSaslAs(credentials, region),
+      });
+      roleKafka.set(fn, k);
+    }
+    return k;
+  };
   const eventSources: EventSource[] = [];
-  const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined =>
-    m.kind === "sqs"
-      ? sqsEventSource(m, host, sqs)
+  const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
+    const c = clientsOf(m.functionName);
+    const k = m.kind === "kafka" ? kafkaOf(m.functionName) : undefined;
+    return m.kind === "sqs"
+      ? sqsEventSource(m, host, c.sqs)
       : m.kind === "dynamodb"
-        ? dynamodbStreamEventSource(m, host, streams, sqs, region)
-        : kafka
-          ? kafkaEventSource(m, host, kafka, sqs)
+        ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region)
+        : k
+          ? kafkaEventSource(m, host, k, c.sqs)
           : undefined;
+  };
   for (const m of app.mappings) {
     const source = sourceFor(m);
     if (source) eventSources.push(source);
@@ -231,6 +332,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     app,
     host,
     eventSources,
+    denials: enforcement.denials,
+    enforcement,
     findFunction(what) {
       const fn = app.functions.find((f) => matchFunction(f, what));
       if (!fn) throw new Error(`no local function matches ${what}`);
@@ -247,20 +350,40 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     async stop() {
       await Promise.allSettled(eventSources.map((s) => s.stop()));
       await host.stop();
-      sqs.destroy();
-      ddb.destroy();
-      streams.destroy();
+      for (const c of [admin, ...roleClients.values()]) {
+        c.sqs.destroy();
+        c.ddb.destroy();
+        c.streams.destroy();
+      }
+      await enforcement.stop();
     },
   };
   if (options.startTriggers !== false) {
     try {
-      await Promise.all(eventSources.map((s) => s.start()));
+      await startEventSources(eventSources, host);
     } catch (error) {
       await runtime.stop();
       throw error;
     }
   }
   return runtime;
+}
+
+/**
+ * Starts every mapping and schedule. A mapping whose role may not read its source is refused, as
+ * CreateEventSourceMapping refuses it on AWS: the denial is recorded (with its grant) and written
+ * to the function's log, and the other mappings run, so one run lists every missing grant.
+ */
+async function startEventSources(sources: readonly EventSource[], host: FunctionHost): Promise<void> {
+  const started = await Promise.allSettled(sources.map((s) => s.start()));
+  for (const [i, r] of started.entries()) {
+    if (r.status === "fulfilled") continue;
+    const error = r.reason as Error;
+    if (!/AccessDenied/.test(error.name)) throw error;
+    const m = sources[i]!.mapping;
+    for (const fn of m.functionName.split(","))
+      host.log(fn, `event source mapping ${m.logicalId} not started: ${error.message}`);
+  }
 }
 
 /** The materialisation report as text lines (what `npm run local` prints). */
@@ -288,6 +411,24 @@ export function formatReport(app: LocalApp): string[] {
     for (const n of r.notes) lines.push(`  - ${n}`);
   }
   return lines;
+}
+
+/** SASL OAUTHBEARER with an MSK IAM token signed with a role session's credentials. */
+function mskIamSaslAs(
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken: string },
+  region: string,
+): SASLOptions {
+  return {
+    mechanism: "oauthbearer",
+    oauthBearerProvider: async () => ({
+      value: (
+        await generateAuthTokenFromCredentialsProvider({
+          region,
+          awsCredentialsProvider: async () => credentials,
+        })
+      ).token,
+    }),
+  };
 }
 
 function kafkaLogLevel(name: string | undefined): logLevel {

@@ -6,6 +6,7 @@ import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
 import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
 import { referencedIds } from "./intrinsics.ts";
+import { accessModelOf } from "./materialisers/access.ts";
 import { materialiseMapping } from "./materialisers/eventSourceMapping.ts";
 import { materialiseFunction } from "./materialisers/function.ts";
 import { inertReason, materialiseInert } from "./materialisers/inert.ts";
@@ -27,6 +28,8 @@ export interface MaterialiseOptions {
   readonly assetRoot?: string;
   /** Bootstrap servers of the local Kafka cluster that stands in for every MSK cluster. */
   readonly kafkaBrokers?: readonly string[];
+  /** Where functions reach it instead (the enforcing Kafka gateway). @default kafkaBrokers */
+  readonly functionKafkaBrokers?: readonly string[];
   /** Prepended to every generated or explicit queue, table and function name (test isolation). */
   readonly namePrefix?: string;
   /** @default AWS_REGION or us-east-1 */
@@ -34,12 +37,14 @@ export interface MaterialiseOptions {
   /** @default 000000000000 */
   readonly accountId?: string;
   /**
-   * Variables rewritten in every function that talks to the local Kafka cluster: the cluster has
-   * no TLS and no SASL/IAM. @default { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" } (only where set)
+   * Variables set in every function that talks to the local Kafka cluster: the cluster has no TLS
+   * and no SASL/IAM. @default { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" }
    */
   readonly kafkaEnvRewrites?: Readonly<Record<string, string>>;
   readonly sqs?: SQSClient;
   readonly dynamodb?: DynamoDBClient;
+  /** Makes this run's local credentials its own (several runtimes on one set of emulators). @default a random salt */
+  readonly credentialSalt?: string;
 }
 
 /**
@@ -141,6 +146,7 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     prefix: options.namePrefix ?? "",
     assetRoot: options.assetRoot,
     brokers,
+    functionBrokers: options.functionKafkaBrokers ?? brokers,
     kafkaRewrites: options.kafkaEnvRewrites ?? { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" },
     sqs: options.sqs ?? createSqsClient(),
     ddb: options.dynamodb ?? new DynamoDBClient({}),
@@ -201,5 +207,6 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     schedules: s.schedules,
     kafkaBrokers: brokers,
     report: s.report,
+    access: accessModelOf(s, options.credentialSalt ?? crypto.randomUUID()),
   };
 }

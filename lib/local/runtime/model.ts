@@ -1,4 +1,5 @@
 /** What the materialiser made of a template: the local resources, with the names the code sees. */
+import type { AccessModel } from "../enforcement/accessModel.ts";
 
 export interface LocalQueue {
   readonly logicalId: string;
@@ -137,4 +138,6 @@ export interface LocalApp {
   readonly schedules: LocalSchedule[];
   readonly kafkaBrokers: readonly string[];
   readonly report: MaterialisationReport;
+  /** Each function's role and policies and the resource policies, for the enforcing gateways. */
+  readonly access: AccessModel;
 }

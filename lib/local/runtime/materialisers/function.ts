@@ -56,17 +56,17 @@ function environment(id: string, name: string, r: CfnResource, s: MaterialiseSta
   let usesKafka = false;
   for (const [k, v] of Object.entries(env)) {
     if (MSK_BROKERS.test(v)) {
-      env[k] = s.brokers.join(",");
+      env[k] = s.functionBrokers.join(",");
       usesKafka = true;
       s.note(`${name}: ${k} (MSK bootstrap brokers) → the local Kafka cluster`);
     }
   }
   if (usesKafka) {
+    // Set whether or not the template sets them: TLS defaults on with MSK IAM auth.
     for (const [k, v] of Object.entries(s.kafkaRewrites)) {
-      if (k in env && env[k] !== v) {
-        s.note(`${name}: ${k}=${env[k]} → ${v} (the local Kafka cluster has no TLS or IAM auth)`);
-        env[k] = v;
-      }
+      if (env[k] === v) continue;
+      s.note(`${name}: ${k}=${env[k] ?? "(unset)"} → ${v} (the local Kafka has no TLS)`);
+      env[k] = v;
     }
   }
   return env;

@@ -1,20 +1,22 @@
 import type { CfnResource } from "../cloudAssembly.ts";
+import { resolveString } from "../intrinsics.ts";
 import type { ResourceMaterialiser } from "./state.ts";
 
 /** Resource types with no local effect, and why. Listed in the report, never silently dropped. */
 export const INERT_TYPES: Readonly<Record<string, string>> = {
-  "AWS::IAM::Role": "IAM is not enforced locally: functions use the emulators' credentials",
-  "AWS::IAM::Policy": "IAM is not enforced locally",
-  "AWS::IAM::ManagedPolicy": "IAM is not enforced locally",
-  "AWS::Lambda::Permission": "resource policies are not enforced locally",
-  "AWS::SQS::QueuePolicy": "resource policies are not enforced locally",
+  "AWS::IAM::Role": "each function acts as its role: the local gateways evaluate its policies on every call",
+  "AWS::IAM::Policy": "evaluated by the local gateways on every call of the roles it attaches to",
+  "AWS::IAM::ManagedPolicy": "evaluated by the local gateways on every call of the roles it attaches to",
+  "AWS::Lambda::Permission": "evaluated when a schedule invokes the function",
+  "AWS::SQS::QueuePolicy": "evaluated by the local gateway with the callers' policies",
   "AWS::Logs::LogGroup": "function logs go to the local log directory, one file per function",
   "AWS::CloudWatch::Alarm": "metrics and alarms are not evaluated locally (EMF lines stay in the logs)",
   "AWS::CloudWatch::Dashboard": "dashboards are not rendered locally",
   "AWS::SNS::Topic": "alarms are not evaluated locally, so nothing is published to alarm topics",
-  "AWS::SNS::TopicPolicy": "resource policies are not enforced locally",
+  "AWS::SNS::TopicPolicy": "SNS is not emulated, nor its resource policies",
   "AWS::CDK::Metadata": "CDK metadata",
-  "AWS::KMS::Key": "encryption at rest is not emulated",
+  "AWS::KMS::Key":
+    "encryption at rest is not emulated; the key policy and the callers' kms: grants are checked",
   "AWS::KMS::Alias": "encryption at rest is not emulated",
   "AWS::EC2::SecurityGroup": "networking is not emulated: every function reaches every emulator",
   "AWS::EC2::SecurityGroupIngress": "networking is not emulated",
@@ -43,7 +45,9 @@ const INERT_ATTRS: Readonly<
 /** A resource with no local effect: reported with its reason, resolvable by `Ref` and `GetAtt`. */
 export const materialiseInert: ResourceMaterialiser = (id, r, s) => {
   s.report.inert.push({ logicalId: id, type: r.Type, detail: inertReason(r) ?? "no local effect" });
-  const named = `${s.stackName}-${id}`;
+  const explicit = r.Type === "AWS::IAM::Role" ? r.Properties?.RoleName : undefined;
+  const named =
+    explicit !== undefined ? resolveString(explicit, s.ctx, `${id}.RoleName`) : `${s.stackName}-${id}`;
   const arn = (service: string): string => {
     switch (service) {
       case "iam":

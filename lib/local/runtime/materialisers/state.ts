@@ -31,6 +31,8 @@ export interface MaterialiseState {
   readonly prefix: string;
   readonly assetRoot: string | undefined;
   readonly brokers: readonly string[];
+  /** What the functions reach the local Kafka at (the enforcing Kafka gateway), when not the brokers. */
+  readonly functionBrokers: readonly string[];
   readonly kafkaRewrites: Readonly<Record<string, string>>;
   readonly sqs: SQSClient;
   readonly ddb: DynamoDBClient;
@@ -69,6 +71,7 @@ export type StateInputs = Pick<
   | "prefix"
   | "assetRoot"
   | "brokers"
+  | "functionBrokers"
   | "kafkaRewrites"
   | "sqs"
   | "ddb"

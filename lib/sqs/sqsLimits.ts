@@ -1,0 +1,59 @@
+/**
+ * SQS's own limits, in one place: every sender of the library (the outbox publisher, the requeue of
+ * healthy records, parking) and the local gateway that enforces them read these. Pure: the size of
+ * an entry is SQS's, body plus each attribute's name, type and value.
+ */
+import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
+
+export const SQS_LIMITS = {
+  /** A message, attributes included: 1 MiB since 2025 (it was 256 KiB). */
+  maxMessageBytes: 1_048_576,
+  /** All entries of one SendMessageBatch together, attributes included. */
+  maxBatchBytes: 1_048_576,
+  maxBatchEntries: 10,
+  maxAttributes: 10,
+  maxDelaySeconds: 900,
+  /** A message's visibility, counted from its receive (12 h). */
+  maxVisibilitySeconds: 43_200,
+} as const;
+
+/** What SQS counts of one entry against the message and batch limits. */
+export function sqsEntryBytes(entry: {
+  readonly MessageBody?: string | undefined;
+  readonly MessageAttributes?: Readonly<Record<string, MessageAttributeValue>> | undefined;
+}): number {
+  let size = Buffer.byteLength(entry.MessageBody ?? "", "utf8");
+  for (const [name, attr] of Object.entries(entry.MessageAttributes ?? {})) {
+    size +=
+      Buffer.byteLength(name) +
+      Buffer.byteLength(attr.DataType ?? "") +
+      (attr.BinaryValue !== undefined ? attr.BinaryValue.length : Buffer.byteLength(attr.StringValue ?? ""));
+  }
+  return size;
+}
+
+/**
+ * Items in SendMessageBatch-sized chunks: at most 10 entries and `maxBytes` in all. An entry larger
+ * than the limit goes alone (SQS rejects that entry, not the whole call).
+ */
+export function chunkSqsBatch<T>(
+  items: ReadonlyArray<T>,
+  bytesOf: (item: T) => number,
+  maxBytes: number = SQS_LIMITS.maxBatchBytes,
+): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = bytesOf(item);
+    if (current.length > 0 && (current.length === SQS_LIMITS.maxBatchEntries || bytes + size > maxBytes)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
