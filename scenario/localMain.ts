@@ -149,6 +149,12 @@ function scenarioResult(
   };
 }
 
+/** Nothing lost, no effect twice, no call denied (each denial listed with its grant). */
+function verdict(result: ReturnType<typeof scenarioResult>, runtime: LocalRuntime): boolean {
+  for (const line of runtime.denials.summary()) log(`local: DENIED ${line}`);
+  return result.lost === 0 && result.duplicateEffects === 0 && result.denials === 0;
+}
+
 /** Starts the emulators, then synthesizes the CDK app (unless `--cdk-out` names one). */
 async function emulatorsAndApp(values: { kafka: string; "cdk-out"?: string | undefined }, runDir: string) {
   log(
@@ -255,8 +261,7 @@ async function main(): Promise<number> {
     if (!quiet) log(`local: not quiet after ${values.timeout} s; counting what is there`);
     const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
     const result = scenarioResult(sent, c, { started, setupMs, t0, quiet }, runtime.denials.all().length);
-    for (const line of runtime.denials.summary()) log(`local: DENIED ${line}`);
-    const ok = result.lost === 0 && result.duplicateEffects === 0 && result.denials === 0;
+    const ok = verdict(result, runtime);
     if (values.verbose) logHostStats(runtime);
     if (values.keep) {
       for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);

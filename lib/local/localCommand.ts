@@ -108,8 +108,9 @@ export function describeRuntime(
   ];
 }
 
-export async function localCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+/** The command line of `reliable-consumers local`. */
+function parseLocalArgs(argv: string[]) {
+  return parseArgs({
     args: argv,
     options: {
       app: { type: "string" },
@@ -125,7 +126,76 @@ export async function localCommand(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h", default: false },
     },
     allowNegative: true,
-  });
+  }).values;
+}
+
+/** The user's own services, checked before the synth; `undefined` (after saying why) when one is not there. */
+async function upstreamsOrExit(values: {
+  "endpoint-url"?: string | undefined;
+  "kafka-brokers"?: string | undefined;
+}) {
+  try {
+    const upstreams = resolveUpstreams({
+      ...(values["endpoint-url"] !== undefined ? { endpointUrl: values["endpoint-url"] } : {}),
+      ...(values["kafka-brokers"] !== undefined ? { kafkaBrokers: values["kafka-brokers"] } : {}),
+    });
+    await checkUpstreams(upstreams, upstreamIdentity());
+    return upstreams;
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    log(`local: ${error.message}`);
+    return undefined;
+  }
+}
+
+/** The app synthesized as the cdk CLI does; `undefined` after cdk's own error when it fails. */
+async function synthesizeOrExit(a: {
+  projectDir: string;
+  workDir: string;
+  app: string | undefined;
+  context: Record<string, unknown>;
+}): Promise<string | undefined> {
+  log(`local: synthesizing ${a.app ?? "the app in cdk.json"}...`);
+  try {
+    return await synthesize({
+      projectDir: a.projectDir,
+      outdir: join(a.workDir, "cdk.out"),
+      ...(a.app ? { app: a.app } : {}),
+      context: a.context,
+    });
+  } catch (error) {
+    if (!(error instanceof SynthError)) throw error;
+    // cdk's own error, as the app printed it.
+    process.stderr.write(error.output || `${error.message}\n`);
+    log("local: the app failed to synthesize (above); nothing was started.");
+    rmSync(a.workDir, { recursive: true, force: true });
+    return undefined;
+  }
+}
+
+/** Prints what is running, streams until Ctrl-C, then lists the calls that were denied. */
+async function runUntilSignal(runtime: LocalRuntime, emulatorEnv: Record<string, string>, logDir: string) {
+  for (const line of formatReport(runtime.app)) log(line);
+  // The tools' endpoints are the gateway's: the queue URLs it hands out resolve, and the quotas hold.
+  for (const line of describeRuntime(runtime, { ...emulatorEnv, ...runtime.enforcement.runtimeEnv }, logDir))
+    log(line);
+  log(
+    runtime.enforcement.enforceIam
+      ? "local: ready; each function acts as its role (a call its policies do not allow is denied, as on AWS)"
+      : "local: ready; IAM is not enforced (--no-enforce-iam)",
+  );
+  await untilSignal();
+  log("local: stopping...");
+  const denied = runtime.denials.summary();
+  if (denied.length) {
+    log(`local: ${runtime.denials.all().length} calls were denied; each would fail on AWS too:`);
+    for (const line of denied) log(`  ${line}`);
+  } else if (runtime.enforcement.enforceIam) log("local: no call was denied");
+}
+
+/** `reliable-consumers local`: see the file's comment and LOCAL_USAGE. */
+export async function localCommand(argv: string[]): Promise<number> {
+  const values = parseLocalArgs(argv);
   if (values.help) {
     log(LOCAL_USAGE);
     return 0;
@@ -141,45 +211,17 @@ export async function localCommand(argv: string[]): Promise<number> {
   }
   const context = parseContext(values.context);
   const kafka = kafkaSubstrateFromArgs(["--kafka", values.kafka]);
-  let upstreams: ReturnType<typeof resolveUpstreams>;
-  try {
-    upstreams = resolveUpstreams({
-      ...(values["endpoint-url"] !== undefined ? { endpointUrl: values["endpoint-url"] } : {}),
-      ...(values["kafka-brokers"] !== undefined ? { kafkaBrokers: values["kafka-brokers"] } : {}),
-    });
-    // Before the synth: a service that is not there fails the run at once.
-    await checkUpstreams(upstreams, upstreamIdentity());
-  } catch (error) {
-    if (!(error instanceof UpstreamError)) throw error;
-    log(`local: ${error.message}`);
-    return 3;
-  }
+  const upstreams = await upstreamsOrExit(values);
+  if (upstreams === undefined) return 3;
   assertPrerequisites({ dynamodb: !upstreams.dynamodb, sqs: !upstreams.sqs, kafka: !upstreams.kafkaBrokers });
   const workDir = mkdtempSync(join(tmpdir(), "reliable-consumers-local-"));
   const logDir = resolve(values["log-dir"] ?? join(workDir, "logs"));
   mkdirSync(logDir, { recursive: true });
 
-  let cdkOut: string;
-  if (given) {
-    cdkOut = resolve(given);
-  } else {
-    log(`local: synthesizing ${values.app ?? "the app in cdk.json"}...`);
-    try {
-      cdkOut = await synthesize({
-        projectDir,
-        outdir: join(workDir, "cdk.out"),
-        ...(values.app ? { app: values.app } : {}),
-        context,
-      });
-    } catch (error) {
-      if (!(error instanceof SynthError)) throw error;
-      // cdk's own error, as the app printed it.
-      process.stderr.write(error.output || `${error.message}\n`);
-      log("local: the app failed to synthesize (above); nothing was started.");
-      rmSync(workDir, { recursive: true, force: true });
-      return 1;
-    }
-  }
+  const cdkOut = given
+    ? resolve(given)
+    : await synthesizeOrExit({ projectDir, workDir, app: values.app, context });
+  if (cdkOut === undefined) return 1;
 
   log(`local: ${describeUpstreams(upstreams).join("; ")}; starting the embedded ones...`);
   const emulators = await startEmulators({ upstreams, kafka });
@@ -192,26 +234,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       ...(values.quiet ? {} : { logTee: (fn) => prefixedLines(fn.name, process.stdout) }),
       enforceIam: values["enforce-iam"],
     });
-    for (const line of formatReport(runtime.app)) log(line);
-    // The tools' endpoints are the gateway's: the queue URLs it hands out resolve, and the quotas hold.
-    for (const line of describeRuntime(
-      runtime,
-      { ...emulators.env, ...runtime.enforcement.runtimeEnv },
-      logDir,
-    ))
-      log(line);
-    log(
-      runtime.enforcement.enforceIam
-        ? "local: ready; each function acts as its role (a call its policies do not allow is denied, as on AWS)"
-        : "local: ready; IAM is not enforced (--no-enforce-iam)",
-    );
-    await untilSignal();
-    log("local: stopping...");
-    const denied = runtime.denials.summary();
-    if (denied.length) {
-      log(`local: ${runtime.denials.all().length} calls were denied; each would fail on AWS too:`);
-      for (const line of denied) log(`  ${line}`);
-    } else if (runtime.enforcement.enforceIam) log("local: no call was denied");
+    await runUntilSignal(runtime, emulators.env, logDir);
     return 0;
   } finally {
     const stopped = (async () => {

@@ -20,6 +20,8 @@ export {
   type ServiceEndpoint,
   startEmulators,
 } from "./emulators.ts";
+export type { Denial, DenialLog } from "./enforcement/denials.ts";
+export type { LocalEnforcement } from "./enforcement/localEnforcement.ts";
 export { type KafkaMock, type KafkaMockOptions, startKafkaMock } from "./kafkaMock.ts";
 export { type LocalStack, type LocalStackOptions, startLocalStack } from "./localstack.ts";
 export { createDedupTable, dedupTableInput, deleteTable } from "./resources.ts";

@@ -5,6 +5,7 @@
  */
 import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
 
+/** SQS's message, batch, attribute, delay and visibility limits, as every sender here reads them. */
 export const SQS_LIMITS = {
   /** A message, attributes included: 1 MiB since 2025 (it was 256 KiB). */
   maxMessageBytes: 1_048_576,

@@ -2,6 +2,7 @@
  * Every call the local gateways refused for lack of a grant: what the CLI lists at the end of a
  * run, what each function's log shows live, and what tests assert on.
  */
+/** One call refused for lack of a grant. */
 export interface Denial {
   readonly at: number;
   /** The function whose role made the call (its code, or its event source mapping). */
@@ -14,6 +15,7 @@ export interface Denial {
   readonly advice: string;
 }
 
+/** The denials of one run: recorded as they happen, listed at the end, summarised with their grants. */
 export interface DenialLog {
   record(denial: Denial): void;
   /** Every denial so far, in order. */

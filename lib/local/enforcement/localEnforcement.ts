@@ -26,6 +26,7 @@ export interface LocalEnforcementOptions {
   readonly kafkaDial?: (host: string, port: number) => Socket;
 }
 
+/** The running gateways of one local runtime and the identities they enforce. */
 export interface LocalEnforcement {
   readonly enforceIam: boolean;
   readonly gateway: AwsGateway;

@@ -192,6 +192,121 @@ function functionHost(
   });
 }
 
+/** The gateways for this run; they dial the brokers the way the runtime does (a chaos proxy may stand between). */
+function enforcementFor(
+  options: LocalRuntimeOptions,
+  emulatorEnv: Record<string, string>,
+  region: string,
+): Promise<LocalEnforcement> {
+  const socketFactory = options.kafkaSocketFactory;
+  return startLocalEnforcement({
+    emulatorEnv,
+    ...(options.functionEmulatorEnv ? { functionEmulatorEnv: options.functionEmulatorEnv } : {}),
+    enforceIam: options.enforceIam ?? true,
+    region,
+    ...(socketFactory
+      ? {
+          kafkaDial: (host, port) =>
+            socketFactory({ host, port, onConnect: () => {} } as Parameters<ISocketFactory>[0]),
+        }
+      : {}),
+  });
+}
+
+/** The template made local through the gateway (so queue URLs name it). */
+function materialiseFor(
+  options: LocalRuntimeOptions,
+  stack: ReturnType<typeof stackOf>,
+  brokers: string[],
+  region: string,
+  admin: AwsClients,
+  enforcement: LocalEnforcement,
+): Promise<LocalApp> {
+  return materialise({
+    template: stack.template,
+    stackName: stack.stackName,
+    ...(stack.assetRoot ? { assetRoot: stack.assetRoot } : {}),
+    kafkaBrokers: brokers,
+    ...(enforcement.kafka
+      ? {
+          // Functions reach Kafka through the gateway, with their MSK IAM auth kept (it has no TLS).
+          functionKafkaBrokers: enforcement.kafka.brokers,
+          kafkaEnvRewrites: { KAFKA_SSL: "false" },
+        }
+      : {}),
+    region,
+    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+    sqs: admin.sqs,
+    dynamodb: admin.ddb,
+  });
+}
+
+/**
+ * The clients each function's mappings poll with: its role session's, as Lambda's pollers act (the
+ * runtime's own when IAM is not enforced), and for Kafka through the gateway with an MSK IAM token.
+ */
+function mappingIdentities(
+  options: LocalRuntimeOptions,
+  emulatorEnv: Record<string, string>,
+  region: string,
+  brokers: string[],
+  admin: AwsClients,
+  enforcement: LocalEnforcement,
+) {
+  const roleClients = new Map<string, AwsClients>();
+  const roleKafka = new Map<string, Kafka>();
+  const kafka = brokers.length
+    ? new Kafka({
+        clientId: "local-runtime",
+        brokers,
+        // LOCAL_KAFKA_LOG=info|debug shows the mappings' consumer-group traffic (rebalances, fetches).
+        logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
+        retry: { retries: 8, initialRetryTime: 200 },
+        ...(options.kafkaSocketFactory ? { socketFactory: options.kafkaSocketFactory } : {}),
+      })
+    : undefined;
+  return {
+    clientsOf(fn: string): AwsClients {
+      const credentials = enforcement.credentials(fn);
+      if (!credentials) return admin;
+      let c = roleClients.get(fn);
+      if (!c) {
+        c = awsClients(
+          { ...emulatorEnv, ...enforcement.runtimeEnv },
+          region,
+          credentials,
+          options.instrument,
+        );
+        roleClients.set(fn, c);
+      }
+      return c;
+    },
+    kafkaOf(fn: string): Kafka | undefined {
+      const credentials = enforcement.credentials(fn);
+      if (!kafka || !credentials || !enforcement.kafka) return kafka;
+      let k = roleKafka.get(fn);
+      if (!k) {
+        k = new Kafka({
+          clientId: `local-runtime-${fn}`,
+          brokers: [...enforcement.kafka.brokers],
+          logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
+          retry: { retries: 8, initialRetryTime: 200 },
+          sasl: mskIamSaslAs(credentials, region),
+        });
+        roleKafka.set(fn, k);
+      }
+      return k;
+    },
+    destroy() {
+      for (const c of [admin, ...roleClients.values()]) {
+        c.sqs.destroy();
+        c.ddb.destroy();
+        c.streams.destroy();
+      }
+    },
+  };
+}
+
 /**
  * The local runtime: materialises a synthesized CDK app (or one template) on the emulators, hosts
  * its functions' bundled code in Lambda-like execution environments, and runs their event source
@@ -203,20 +318,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const emulatorEnv = emulatorEnvOf(options);
   const { template, stackName, assetRoot } = stackOf(options);
   const region = emulatorEnv.AWS_REGION ?? "us-east-1";
-  const socketFactory = options.kafkaSocketFactory;
-  const enforcement = await startLocalEnforcement({
-    emulatorEnv,
-    ...(options.functionEmulatorEnv ? { functionEmulatorEnv: options.functionEmulatorEnv } : {}),
-    enforceIam: options.enforceIam ?? true,
-    region,
-    // The gateway dials the brokers the way the runtime does (a chaos proxy may stand between).
-    ...(socketFactory
-      ? {
-          kafkaDial: (host, port) =>
-            socketFactory({ host, port, onConnect: () => {} } as Parameters<ISocketFactory>[0]),
-        }
-      : {}),
-  });
+  const enforcement = await enforcementFor(options, emulatorEnv, region);
   const admin = awsClients(
     { ...emulatorEnv, ...enforcement.runtimeEnv },
     region,
@@ -226,23 +328,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const brokers = (emulatorEnv.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
   let app: LocalApp;
   try {
-    app = await materialise({
-      template,
-      stackName,
-      ...(assetRoot ? { assetRoot } : {}),
-      kafkaBrokers: brokers,
-      ...(enforcement.kafka
-        ? {
-            // Functions reach Kafka through the gateway, with their MSK IAM auth kept (it has no TLS).
-            functionKafkaBrokers: enforcement.kafka.brokers,
-            kafkaEnvRewrites: { KAFKA_SSL: "false" },
-          }
-        : {}),
+    app = await materialiseFor(
+      options,
+      { template, stackName, assetRoot },
+      brokers,
       region,
-      ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
-      sqs: admin.sqs,
-      dynamodb: admin.ddb,
-    });
+      admin,
+      enforcement,
+    );
     await enforcement.enforce(app);
   } catch (error) {
     await enforcement.stop();
@@ -253,50 +346,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   enforcement.denials.subscribe((d) =>
     host.log(d.functionName, `DENIED ${d.action} on ${d.resource}: ${d.message}. Grant it with ${d.advice}`),
   );
-  // The mappings poll as their function's role, as Lambda's do.
-  const roleClients = new Map<string, AwsClients>();
-  const clientsOf = (fn: string): AwsClients => {
-    const credentials = enforcement.credentials(fn);
-    if (!credentials) return admin;
-    let c = roleClients.get(fn);
-    if (!c) {
-      c = awsClients({ ...emulatorEnv, ...enforcement.runtimeEnv }, region, credentials, options.instrument);
-      roleClients.set(fn, c);
-    }
-    return c;
-  };
-  const kafka = brokers.length
-    ? new Kafka({
-        clientId: "local-runtime",
-        brokers,
-        // LOCAL_KAFKA_LOG=info|debug shows the mappings' consumer-group traffic (rebalances, fetches).
-        logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
-        retry: { retries: 8, initialRetryTime: 200 },
-        ...(options.kafkaSocketFactory ? { socketFactory: options.kafkaSocketFactory } : {}),
-      })
-    : undefined;
-  // A Kafka mapping consumes as its function's role too: through the gateway, with an MSK IAM token.
-  const roleKafka = new Map<string, Kafka>();
-  const kafkaOf = (fn: string): Kafka | undefined => {
-    const credentials = enforcement.credentials(fn);
-    if (!kafka || !credentials || !enforcement.kafka) return kafka;
-    let k = roleKafka.get(fn);
-    if (!k) {
-      k = new Kafka({
-        clientId: `local-runtime-${fn}`,
-        brokers: [...enforcement.kafka.brokers],
-        logLevel: kafkaLogLevel(process.env.LOCAL_KAFKA_LOG),
-        retry: { retries: 8, initialRetryTime: 200 },
-        sasl: mskIamSaslAs(credentials, region),
-      });
-      roleKafka.set(fn, k);
-    }
-    return k;
-  };
+  const roles = mappingIdentities(options, emulatorEnv, region, brokers, admin, enforcement);
   const eventSources: EventSource[] = [];
   const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
-    const c = clientsOf(m.functionName);
-    const k = m.kind === "kafka" ? kafkaOf(m.functionName) : undefined;
+    const c = roles.clientsOf(m.functionName);
+    const k = m.kind === "kafka" ? roles.kafkaOf(m.functionName) : undefined;
     return m.kind === "sqs"
       ? sqsEventSource(m, host, c.sqs)
       : m.kind === "dynamodb"
@@ -350,11 +404,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     async stop() {
       await Promise.allSettled(eventSources.map((s) => s.stop()));
       await host.stop();
-      for (const c of [admin, ...roleClients.values()]) {
-        c.sqs.destroy();
-        c.ddb.destroy();
-        c.streams.destroy();
-      }
+      roles.destroy();
       await enforcement.stop();
     },
   };
