@@ -14,7 +14,7 @@ import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "reliable-consumers/sqs";
-import type { CfnTemplate } from "reliable-consumers/testing";
+import type { CfnTemplate, Denial } from "reliable-consumers/testing";
 import {
   type LocalRuntime,
   loadCloudAssembly,
@@ -179,6 +179,10 @@ function orderIdsOf(event: unknown): string[] {
   return ids;
 }
 
+const denied: Denial[] = [];
+/** Every call the chaos runs' functions were denied so far (the verdict requires none). */
+export const chaosDenials = (): readonly Denial[] => denied;
+
 export async function startChaosService(options: ChaosServiceOptions): Promise<ChaosService> {
   const p = options.prefix;
   const region = "us-east-1";
@@ -260,6 +264,7 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
     throw error;
   }
   const rt = runtime;
+  rt.denials.subscribe((d) => denied.push(d));
   paymentsFn = rt.findFunction("/payment-consumer/").name;
   const targets = scenarioTargets(rt);
   const relay = rt.findFunction("/outbox-relay/");

@@ -19,7 +19,7 @@ import { startEmulators } from "reliable-consumers/testing";
 import { kafkaSubstrateFromArgs } from "../lib/local/emulators.ts";
 import { badInputsThroughService } from "./badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
-import { disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
+import { chaosDenials, disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
 import { recordKillsItsFunction } from "./crashScenario.ts";
 import {
   brokerDownDuringRebalance,
@@ -146,10 +146,10 @@ try {
   disposeChaosApp(assembly);
   await emulators.stop();
 }
-const v = verdict(results);
+const v = verdict(results, chaosDenials());
 if (!v.ok) exitCode = 1;
 for (const reason of v.reasons) log(`FAIL: ${reason}`);
 process.stdout.write(
-  `CHAOS ${JSON.stringify({ ok: exitCode === 0, seed, rate, scenarios: Object.fromEntries(results.map((r) => [r.name, r.figures])) })}\n`,
+  `CHAOS ${JSON.stringify({ ok: exitCode === 0, seed, rate, denials: chaosDenials().length, scenarios: Object.fromEntries(results.map((r) => [r.name, r.figures])) })}\n`,
 );
 process.exit(exitCode);

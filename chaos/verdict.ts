@@ -1,14 +1,21 @@
+import type { Denial } from "reliable-consumers/testing";
 import type { ScenarioResult } from "./scenarios.ts";
 
 /**
  * The pass/fail rule of a chaos run: nothing lost anywhere; no duplicate effect on the
  * transactional path; every repeated lease-guarded external effect matched by an injected crash
  * after the effect; nothing half-applied; every bad input parked with its typed error; no good
- * message dead-lettered; every aggregate in order. A figure a scenario does not measure is null
- * and fails nothing (chaos/invariants.ts, CheckFigures).
+ * message dead-lettered; every aggregate in order; no call denied for lack of a grant (the local
+ * runtime enforces each function's IAM policies, issue 21). A figure a scenario does not measure is
+ * null and fails nothing (chaos/invariants.ts, CheckFigures).
  */
-export function verdict(results: readonly ScenarioResult[]): { ok: boolean; reasons: string[] } {
-  const reasons: string[] = [];
+export function verdict(
+  results: readonly ScenarioResult[],
+  denials: readonly Denial[] = [],
+): { ok: boolean; reasons: string[] } {
+  const reasons: string[] = denials.map(
+    (d) => `${d.functionName}: ${d.action} on ${d.resource} denied; grant it with ${d.advice}`,
+  );
   for (const r of results) {
     const f = r.figures;
     if (f.lost !== 0) reasons.push(`${r.name}: ${f.lost} lost`);

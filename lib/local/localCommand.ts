@@ -213,7 +213,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   const kafka = kafkaSubstrateFromArgs(["--kafka", values.kafka]);
   const upstreams = await upstreamsOrExit(values);
   if (upstreams === undefined) return 3;
-  assertPrerequisites({ dynamodb: !upstreams.dynamodb, sqs: !upstreams.sqs, kafka: !upstreams.kafkaBrokers });
+  assertPrerequisites({
+    dynamodb: !upstreams.dynamodb,
+    sqs: !upstreams.sqs,
+    kafka: !upstreams.kafkaBrokers,
+    iam: values["enforce-iam"],
+  });
   const workDir = mkdtempSync(join(tmpdir(), "reliable-consumers-local-"));
   const logDir = resolve(values["log-dir"] ?? join(workDir, "logs"));
   mkdirSync(logDir, { recursive: true });

