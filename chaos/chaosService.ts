@@ -85,7 +85,9 @@ function templateForRun(
 ): CfnTemplate {
   const text = JSON.stringify(assembly.template)
     .replaceAll(CHAOS_TOPIC, `${prefix}-order-events`)
-    .replaceAll('"ConsumerGroupId":"', `"ConsumerGroupId":"${prefix}-`);
+    .replaceAll('"ConsumerGroupId":"', `"ConsumerGroupId":"${prefix}-`)
+    // The groups' IAM grants follow them (the local runtime enforces kafka-cluster:*Group on them).
+    .replace(/(:group\/[^/"]+\/[^/"]+\/)/g, `$1${prefix}-`);
   const template = JSON.parse(text) as CfnTemplate;
   if (relayMapping) {
     // The relay's mapping is the one on a DynamoDB stream (StartingPosition, EventSourceArn = a StreamArn).
