@@ -2,7 +2,7 @@
  * `npm run bench`: starts its own emulators, warms DynamoDB Local up, runs every benchmark side by
  * side with its peer, and prints `BENCH {json}` as the last line.
  *
- *   npm run bench -- --only sqs,kafka,outbox,ladder   # a subset
+ *   npm run bench -- --only sqs,kafka,outbox,ladder   # a subset (also: gateway, avro, coldstart)
  *   npm run bench -- --kafka both                      # Kafka benchmarks on the mock and on real brokers (default)
  *   npm run bench -- --kafka real                      # only on a 3-broker Apache Kafka (RF 3, min ISR 2)
  *   npm run bench -- --only ladder --no-warmup         # a quick check (sizes: *_BENCH_* variables)
@@ -45,12 +45,15 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";
 try {
   // DynamoDB-bound benchmarks need DynamoDB Local warm (see bench/README); `--no-warmup` for a quick check.
-  if (!process.argv.includes("--no-warmup") && ["sqs", "kafka", "outbox"].some(wanted)) {
+  if (!process.argv.includes("--no-warmup") && ["sqs", "kafka", "outbox", "gateway"].some(wanted)) {
     console.error("warming DynamoDB Local up (20,000 requests)...");
     await warmUp();
   }
   const results: Record<string, unknown> = {};
   if (wanted("sqs")) results.sqs = await runSqsBench();
+  // The enforcing gateway of the local runtime (issue 21): the same consumer, on and off.
+  if (wanted("gateway"))
+    results.gateway = await (await import("./gatewayOverhead.ts")).runGatewayOverheadBench();
   // The consumer processor alone, on synthetic MSK events (no broker in the loop).
   if (wanted("kafka") && existsSync(new URL("./kafka.ts", import.meta.url))) {
     const { runKafkaBench } = await import("./kafka.ts");

@@ -99,21 +99,22 @@ export interface SideResult {
   byCommand: Record<string, number>;
 }
 
-type Handler = (
+export type Handler = (
   event: SQSEvent,
   context: ReturnType<typeof lambdaContext>,
 ) => Promise<{ batchItemFailures: unknown[] }>;
 
-async function runSide(
+/** One side's run of the workload; `client` is how its handler reaches DynamoDB (the gateway bench's own). */
+export async function runSide(
   make: (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) => Handler,
   createTable: (client: DynamoDBClient, table: string) => Promise<void>,
   o: SqsBenchOptions,
   queueArn: string,
   tag: string,
+  client: DynamoDBClient = new DynamoDBClient({}),
 ): Promise<SideResult> {
-  const client = new DynamoDBClient({});
   const table = `bench-${tag}`;
-  await createTable(client, table);
+  await createTable(new DynamoDBClient({}), table);
   const count: DynamoDbCount = countDynamoDb(client);
   const effects = new Map<string, number>();
   const handler = make(client, table, async ({ orderId }) => {

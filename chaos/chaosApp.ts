@@ -26,6 +26,8 @@ export function buildChaosApp(app: App = new App()): App {
     orderEventsLadder: { ...ORDER_EVENTS_LADDER, topic: CHAOS_TOPIC, retryDelaysSeconds: [1, 5, 35] },
     orderConsumerTimeout: Duration.seconds(7),
     ordersQueue: { maxReceiveCount: 10 },
+    // Scenarios 2, 7 and 9 write account events to their own topic (chaos/workload.ts): granted too.
+    moreOutboxTopics: [`${CHAOS_TOPIC}-accounts`],
   });
   return app;
 }

@@ -81,6 +81,11 @@ export interface ReferenceServiceStackProps extends StackProps {
   readonly ordersQueue?: Partial<QueueWithDlqProps>;
   /** @default Duration.seconds(30) */
   readonly orderConsumerTimeout?: Duration;
+  /**
+   * More topics the relay and the sweeper may publish to (an outbox event names its topic), granted
+   * like the main one. @default none
+   */
+  readonly moreOutboxTopics?: readonly string[];
 }
 
 /**
@@ -168,7 +173,7 @@ export class ReferenceServiceStack extends Stack {
       .useDedupWindow(this.dedup);
 
     // app table stream → outbox-relay → Kafka; the sweeper republishes what the relay missed.
-    const { relay, sweeper } = this.outboxFunctions(fn, ladder.topic);
+    const { relay, sweeper } = this.outboxFunctions(fn, ladder.topic, props.moreOutboxTopics ?? []);
 
     // order-events → payment-consumer with its retry ladder.
     const payment = this.paymentConsumer(fn("payment-consumer", { timeout: Duration.minutes(1) }), ladder);
@@ -268,13 +273,14 @@ export class ReferenceServiceStack extends Stack {
   private outboxFunctions(
     fn: (name: ReferenceFunction, extra: Partial<ConsumerFunctionProps>) => ConsumerFunction,
     topic: string,
+    more: readonly string[],
   ): { relay: ConsumerFunction; sweeper: ConsumerFunction } {
     const relay = fn("outbox-relay", { timeout: Duration.minutes(1) });
     this.app.addRelay(relay);
-    relay.produceTo(this.cluster, [topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, topic);
+    relay.produceTo(this.cluster, [topic, ...more]).addEnvironment(LAMBDA_ENV.kafkaTopic, topic);
     const sweeper = fn("outbox-sweeper", { timeout: Duration.minutes(1) });
     this.app.addSweeper(sweeper);
-    sweeper.produceTo(this.cluster, [topic]).addEnvironment(LAMBDA_ENV.kafkaTopic, topic);
+    sweeper.produceTo(this.cluster, [topic, ...more]).addEnvironment(LAMBDA_ENV.kafkaTopic, topic);
     for (const f of [relay, sweeper]) {
       this.parking.grantSendMessages(f.function);
       f.addEnvironment(LAMBDA_ENV.outboxParkingQueueUrl, this.parking.queueUrl);
