@@ -3,6 +3,14 @@
  * fauxqs first: it already refuses 11 batch entries, 1 MiB messages and batches, and visibility
  * above 12 h in one call), answered in SQS's own words; and queue URLs that resolve as printed.
  */
+
+import {
+  BatchExecuteStatementCommand,
+  BatchWriteItemCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  TransactWriteItemsCommand,
+} from "@aws-sdk/client-dynamodb";
 import {
   ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
@@ -12,6 +20,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
+import { createDedupTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AwsGateway, startAwsGateway } from "../../lib/local/enforcement/awsGateway.ts";
 import { createDenialLog } from "../../lib/local/enforcement/denials.ts";
@@ -25,7 +34,7 @@ let queueUrl: string;
 
 beforeAll(async () => {
   gateway = await startAwsGateway({
-    upstreams: { sqs: process.env.AWS_ENDPOINT_URL_SQS! },
+    upstreams: { sqs: process.env.AWS_ENDPOINT_URL_SQS!, dynamodb: process.env.AWS_ENDPOINT_URL_DYNAMODB! },
     region: "us-east-1",
     accountId: "000000000000",
     denials: createDenialLog(),
@@ -121,5 +130,71 @@ describe("SQS quotas at the gateway", () => {
       }),
     );
     expect(batch.Failed?.map((f) => [f.Id, f.Code])).toEqual([["late", "InvalidParameterValue"]]);
+  });
+});
+
+describe("the limits the emulators enforce themselves hold through the gateway, in AWS's words", () => {
+  it("SQS: 11 batch entries, a message over 1 MiB, a batch over 1 MiB", async () => {
+    const entries = (n: number, size = 1) =>
+      Array.from({ length: n }, (_, i) => ({ Id: String(i), MessageBody: "x".repeat(size) }));
+    expect(
+      await rejection(sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries(11) }))),
+    ).toMatchObject({ name: "TooManyEntriesInBatchRequest" });
+    expect(
+      await rejection(
+        sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "x".repeat(1_048_577) })),
+      ),
+    ).toMatchObject({ name: expect.stringMatching(/InvalidParameterValue$/) });
+    expect(
+      await rejection(
+        sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries(4, 300_000) })),
+      ),
+    ).toMatchObject({ name: "BatchRequestTooLong" });
+  });
+
+  it("DynamoDB: an item over 400 KB, TransactWriteItems over 100 items, BatchWriteItem and BatchExecuteStatement over 25", async () => {
+    const ddb = new DynamoDBClient({ endpoint: gateway.endpoint });
+    const table = name("limits");
+    await createDedupTable(ddb, table);
+    const item = (i: number, size = 1) => ({ pk: { S: `k${i}` }, v: { S: "x".repeat(size) } });
+    const validation = { name: "ValidationException" };
+    expect(
+      await rejection(ddb.send(new PutItemCommand({ TableName: table, Item: item(0, 410_000) }))),
+    ).toMatchObject(validation);
+    expect(
+      await rejection(
+        ddb.send(
+          new TransactWriteItemsCommand({
+            TransactItems: Array.from({ length: 101 }, (_, i) => ({
+              Put: { TableName: table, Item: item(i) },
+            })),
+          }),
+        ),
+      ),
+    ).toMatchObject(validation);
+    expect(
+      await rejection(
+        ddb.send(
+          new BatchWriteItemCommand({
+            RequestItems: {
+              [table]: Array.from({ length: 26 }, (_, i) => ({ PutRequest: { Item: item(i) } })),
+            },
+          }),
+        ),
+      ),
+    ).toMatchObject(validation);
+    expect(
+      await rejection(
+        ddb.send(
+          new BatchExecuteStatementCommand({
+            Statements: Array.from({ length: 26 }, (_, i) => ({
+              Statement: `INSERT INTO "${table}" VALUE {'pk': ?}`,
+              Parameters: [{ S: `b${i}` }],
+            })),
+          }),
+        ),
+      ),
+    ).toMatchObject(validation);
+    ddb.destroy();
   });
 });
