@@ -151,6 +151,21 @@ describe(`SQS semantics on ${SQS_NAME}, beside SQS's documentation`, () => {
     expect(ran).toEqual(["m1", "m2", "m3"]);
   });
 
+  it("a fair queue (a standard queue whose producer sets MessageGroupId) returns the group id on receive (fauxqs drops it)", async () => {
+    const url = await queue("fair");
+    await sendAll(sqs, url, [{ body: "t1", groupId: "tenant-a" }, { body: "u" }]);
+    const received = (await receiveAll(url)).map((m) => [m.Body, m.Attributes?.MessageGroupId]);
+    // SQS (fair queues, July 2025): the group id names the message's tenant and comes back with the
+    // system attributes, with no FIFO sequence number; LocalStack does so. fauxqs 2.4.1 accepts the
+    // send and drops the id. Our code does not depend on it: a standard queue is never given FIFO
+    // lanes, and what is sent on (a requeued copy, a parked letter, a redrive) keeps the id when the
+    // record has one; on fauxqs there is none to keep (sqsConsumer.test.ts builds fair records).
+    expect(received.sort()).toEqual([
+      ["t1", onLocalStack ? "tenant-a" : undefined],
+      ["u", undefined],
+    ]);
+  });
+
   it("FIFO: deleting with a receipt handle whose visibility ended fails (fauxqs deletes)", async () => {
     const url = await queue("fifo-expired", true);
     await sendAll(sqs, url, group(["x"]));
