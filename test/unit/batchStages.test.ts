@@ -234,7 +234,9 @@ describe("answers", () => {
       { record: inGroup("b2", "b"), outcome: unfinished(new TransientError("z"), 9) },
     ];
     const seconds = (groupOf?: (r: { group: string }) => string) =>
-      sqsAnswer(unfinishedOf(plans), groupOf).visibility.get("arn:q")!.map((v) => `${v.id}:${v.seconds}`);
+      sqsAnswer(unfinishedOf(plans), groupOf)
+        .visibility.get("arn:q")!
+        .map((v) => `${v.id}:${v.seconds}`);
     expect(seconds((r) => r.group)).toEqual(["a2:30", "b1:5", "a3:30", "b2:9"]);
     // A standard queue (a fair queue's group ids included) has no groups to hold back.
     expect(seconds()).toEqual(["a2:30", "b1:5", "a3:0", "b2:9"]);
