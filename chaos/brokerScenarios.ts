@@ -6,7 +6,13 @@ import type { KafkaCluster } from "../lib/local/kafkaCluster.ts";
 import { type ChaosService, startChaosService } from "./chaosService.ts";
 import type { Expectation } from "./invariants.ts";
 import { createRng } from "./rng.ts";
-import { declareTopic, pipelineResult, type ScenarioContext, type ScenarioResult } from "./scenarios.ts";
+import {
+  declareTopic,
+  pipelineResult,
+  type ScenarioContext,
+  type ScenarioResult,
+  waitFor,
+} from "./scenarios.ts";
 import { readTopic } from "./storedState.ts";
 import { makeOrders, writeAccountVersion } from "./workload.ts";
 
@@ -163,7 +169,13 @@ export async function oneBrokerDown(
     await declareTopic(service, probeTopic);
     const w = makeOrders(options.orders, { rng, runId: id });
     const sending = service.send(w.messages);
-    await sleep(rng.int(1_000, 3_000));
+    // The broker dies while the pipeline runs: once an order has come through to its charge (by
+    // count; a sleep of 1-3 s could kill it before anything flowed, or after everything had).
+    await waitFor(
+      "the first order charged",
+      () => service.provider.readLedger().some((c) => c.outcome === "charged"),
+      ctx.settleTimeoutMs ?? 240_000,
+    );
     const victim = cluster.brokerIds[rng.int(0, cluster.brokerIds.length - 1)]!;
     ctx.log(`  broker ${victim} (pid ${cluster.pid(victim)}) killed; it stays down for the run`);
     await cluster.stopBroker(victim, { signal: "SIGKILL" });
@@ -219,12 +231,11 @@ export async function twoBrokersDown(
     await declareTopic(service, probeTopic);
     // (b) orders whose first charge fails (503) while the brokers are still up: they enter the ladder.
     const expected = await produceOrders(service, id, options.orders);
-    const deadline = Date.now() + 60_000;
-    while (
-      new Set(service.provider.readLedger().map((c) => c.orderId)).size < expected.size &&
-      Date.now() < deadline
-    )
-      await sleep(100);
+    await waitFor(
+      "every order's first charge attempt",
+      () => new Set(service.provider.readLedger().map((c) => c.orderId)).size >= expected.size,
+      ctx.settleTimeoutMs ?? 240_000,
+    );
     const [keep, ...down] = cluster.brokerIds;
     ctx.log(`  brokers ${down.join(" and ")} shut down; broker ${keep} alone holds every partition`);
     await Promise.all(down.map((b) => cluster.stopBroker(b!, { signal: "SIGTERM" })));
@@ -239,13 +250,25 @@ export async function twoBrokersDown(
       scope: "chaos-twodown",
       client: new DynamoDBClient({ endpoint: ctx.endpoints.dynamodb, region: "us-east-1" }),
     });
+    const relayInvocations = () =>
+      service.runtime.host.stats().find((f) => f.name === service.functions.relay)?.invocations ?? 0;
+    const relayBefore = relayInvocations();
     const events = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
     for (let v = 1; v <= options.versions; v++) {
       await writeAccountVersion(uow, { topic: accounts, aggregates: aggs, v, into: events }, `${id}-`);
     }
-    // The outage lasts a while: the relay and the ladder's consumers keep retrying and failing.
-    await sleep(options.outageMs ?? 15_000);
+    // The outage lasts a while: the relay and the ladder's consumers keep retrying and failing. At
+    // least `outageMs`, and until the relay has been invoked twice on what was committed during it
+    // (it tried, failed and tried again), so "nothing published" is not vacuous on a slow machine.
+    await Promise.all([
+      sleep(options.outageMs ?? 15_000),
+      waitFor(
+        "the relay to try the outage's events twice",
+        () => relayInvocations() >= relayBefore + 2,
+        ctx.settleTimeoutMs ?? 240_000,
+      ),
+    ]);
     const publishedDuringOutage = (await readTopic(service.kafka, accounts)).length;
     const chargedDuringOutage = [...(await chargeOutcome(service, expected)).charged.keys()].length;
     ctx.log(
@@ -338,7 +361,7 @@ export async function leadersMove(
   try {
     const expected = await produceOrders(service, id, options.events);
     for (const share of [0.2, 0.5]) {
-      await untilCharged(service, expected, share, 60_000);
+      await untilCharged(service, expected, share, ctx.settleTimeoutMs ?? 240_000);
       const md = await withAdmin(service, (admin) => admin.fetchTopicMetadata({ topics: [topic] }));
       for (const p of md.topics[0]!.partitions) {
         const to = p.isr.find((b) => b !== p.leader);

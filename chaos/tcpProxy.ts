@@ -7,7 +7,9 @@ import { createConnection, createServer, type Server, type Socket } from "node:n
  * - `cut()` resets every open connection at once (a connection dropped mid-request);
  * - `down()` also refuses new connections until `up()` (the service is unreachable);
  * - `retarget()` points it at a new upstream (a restarted service on another port), so clients keep
- *   one stable address across restarts.
+ *   one stable address across restarts;
+ * - `onClientData` is told of every chunk a client sends (a request on its way), so a fault can be
+ *   injected at a request, by count, instead of at a moment guessed with a clock.
  *
  * Listens on 127.0.0.1 only.
  */
@@ -33,7 +35,10 @@ function splitHostPort(hostPort: string): { host: string; port: number } {
   return { host: clean.slice(0, at), port: Number(clean.slice(at + 1)) };
 }
 
-export async function startTcpProxy(upstream: string, options: { port?: number } = {}): Promise<TcpProxy> {
+export async function startTcpProxy(
+  upstream: string,
+  options: { port?: number; onClientData?: () => void } = {},
+): Promise<TcpProxy> {
   let target = splitHostPort(upstream);
   let upstreamText = upstream;
   let isDown = false;
@@ -65,6 +70,8 @@ export async function startTcpProxy(upstream: string, options: { port?: number }
     service.on("close", close);
     client.pipe(service);
     service.pipe(client);
+    // After the pipe: the chunk is on its way upstream when the listener cuts.
+    if (options.onClientData) client.on("data", () => options.onClientData?.());
   });
   server.on("error", () => {});
   await new Promise<void>((resolve, reject) => {

@@ -22,6 +22,8 @@ export interface ClaimDeps {
 export type ClaimVerdict =
   | { readonly kind: "run" }
   | { readonly kind: "duplicate"; readonly storedResult: string | undefined }
+  /** This delivery was routed on before (a redelivery of a record already on a retry topic or the DLQ). */
+  | { readonly kind: "routed"; readonly route: string }
   /** Another invocation holds the key; `retryAtMs` is when its lease ends, when known. */
   | { readonly kind: "held"; readonly error: InProgressElsewhereError; readonly retryAtMs?: number }
   | { readonly kind: "failed"; readonly error: unknown };
@@ -60,6 +62,7 @@ export async function takeClaim(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimVe
   const claim = await (plan.claim ?? claimOf(plan, deps));
   if (claim.status === "error") return { kind: "failed", error: claim.error };
   if (claim.status === "duplicate") return { kind: "duplicate", storedResult: claim.result };
+  if (claim.status === "routed") return { kind: "routed", route: claim.route };
   if (claim.status === "in-progress") {
     return {
       kind: "held",
@@ -100,6 +103,11 @@ export interface EffectHooks {
   readonly onLeaseLost: (error: unknown) => void;
   readonly onRenewError: (error: unknown) => void;
   readonly onReleaseError: (error: unknown) => void;
+  /**
+   * A failed effect keeps its lease on the plan instead of giving it back at once: the adapter may
+   * route the record on, and then records the route with that lease (`settleLeases`). @default false
+   */
+  readonly keepOnFailure?: boolean;
 }
 
 /**
@@ -140,6 +148,7 @@ export async function runWithLease(
   const lease = keeper?.current() ?? held.lease;
   plan.lease = undefined;
   if (outcome.ok) plan.completion = deps.dedup.complete(lease, hooks.resultToStore(outcome.result));
+  else if (hooks.keepOnFailure) plan.lease = { lease, grantedMs: held.grantedMs };
   else await deps.dedup.release(lease).catch(hooks.onReleaseError);
   return outcome;
 }
@@ -174,4 +183,53 @@ export async function settleCompletions<P extends AnyPlan>(
   await dedup.flush().catch(() => undefined);
   const settled = await Promise.allSettled(pending.map((p) => p.completion));
   return settled.flatMap((r, k) => (r.status === "rejected" ? [{ plan: pending[k]!, error: r.reason }] : []));
+}
+
+/**
+ * The claim of a record that could not be decoded, under a key the adapter derives from the record
+ * itself (Kafka: its coordinates), so that its route (the DLQ, or its key's retry path) is recorded
+ * and recognised on redelivery like any other's. `routed` when this delivery was routed before;
+ * otherwise the lease, if one was granted, is on the plan. A claim that fails proves nothing: the
+ * record is routed as before, only without the record of it.
+ */
+export async function claimUndecoded(
+  plan: AnyPlan,
+  claim: { readonly key: string; readonly holder: string },
+  deps: ClaimDeps,
+): Promise<{ readonly routed: string } | undefined> {
+  const result = await deps.dedup.claim(claim.key, { holder: claim.holder }).catch(() => undefined);
+  if (result?.status === "routed") return { routed: result.route };
+  if (result?.status === "claimed")
+    plan.lease = { lease: result.lease, grantedMs: result.lease.expiresAtMs - deps.now() };
+  return undefined;
+}
+
+/**
+ * The leases still held once the adapter's after-run step is over are those of records routed on:
+ * each gets its route recorded (`DedupStore.recordRoute`) when `routeOf` says the copy is out, and
+ * is released otherwise (the produce failed: the record is redelivered and routed then). Returns
+ * the records whose route could not be recorded, with why.
+ */
+export async function settleLeases<P extends AnyPlan>(
+  plans: ReadonlyArray<P>,
+  dedup: DedupStore | undefined,
+  routeOf: ((plan: P) => string | undefined) | undefined,
+  onReleaseError: (plan: P, error: unknown) => void,
+): Promise<Array<{ plan: P; error: unknown }>> {
+  if (!dedup) return [];
+  const failed: Array<{ plan: P; error: unknown }> = [];
+  await Promise.all(
+    plans.map(async (p) => {
+      const held = p.lease;
+      if (!held) return;
+      p.lease = undefined;
+      const route = routeOf?.(p);
+      if (route === undefined || !dedup.recordRoute)
+        return dedup.release(held.lease).catch((error: unknown) => onReleaseError(p, error));
+      return dedup
+        .recordRoute(held.lease, route)
+        .catch((error: unknown) => void failed.push({ plan: p, error }));
+    }),
+  );
+  return failed;
 }

@@ -12,7 +12,13 @@ import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import type { RecordPlan } from "./batchPlan.ts";
 import { runKeyed } from "./keyedScheduler.ts";
 import { lambdaDeadline } from "./lambdaDeadline.ts";
-import { type ClaimDeps, runWithLease, takeClaim } from "./recordClaims.ts";
+import {
+  type ClaimDeps,
+  type ClaimVerdict,
+  claimUndecoded,
+  runWithLease,
+  takeClaim,
+} from "./recordClaims.ts";
 import { done, outcomeOfTask, type RecordOutcome, stopsLane } from "./recordOutcome.ts";
 
 export interface RecordRunDeps<R, T, C, E extends Envelope<T> = Envelope<T>> {
@@ -31,10 +37,63 @@ export interface RecordRunDeps<R, T, C, E extends Envelope<T> = Envelope<T>> {
   readonly beforeClaim?:
     | ((plan: RecordPlan<R, T, E>, envelope: E) => Promise<RecordOutcome | undefined>)
     | undefined;
+  /**
+   * After the claim (a duplicate or a delivery already routed is done first), before the effect:
+   * Kafka sends a record whose key is on the retry path after it.
+   */
+  readonly follow?: ((plan: RecordPlan<R, T, E>) => RecordOutcome | undefined) | undefined;
+  /**
+   * The adapter records the routes of routed records (`BatchAdapter.routeOf`): a routed record
+   * keeps its lease until then, instead of giving it back when it fails.
+   */
+  readonly recordsRoutes?: boolean;
+  /** A delivery its claim says was routed before: acked, neither run nor routed again. */
+  readonly recognised?: ((plan: RecordPlan<R, T, E>, route: string) => RecordOutcome) | undefined;
   /** Keep the lease alive while the effect runs. @default true */
   readonly keepAlive?: boolean;
   readonly onRenewError?: (error: unknown) => void;
   readonly onReleaseError: (plan: RecordPlan<R, T, E>, error: unknown) => void;
+}
+
+/** What the runner does with a record that could not be decoded (the adapter's `reject`). */
+export interface RejectDeps<R, T, E extends Envelope<T> = Envelope<T>>
+  extends Pick<
+    RecordRunDeps<R, T, unknown, E>,
+    "claims" | "follow" | "recordsRoutes" | "recognised" | "onReleaseError"
+  > {
+  readonly reject: (plan: RecordPlan<R, T, E>, error: unknown) => RecordOutcome | Promise<RecordOutcome>;
+  /** The dedup key and holder its route is recorded under (Kafka: its coordinates). */
+  readonly undecodedClaimOf?: ((record: R) => { readonly key: string; readonly holder: string }) | undefined;
+}
+
+const isRouted = (o: RecordOutcome) => o.kind === "done" && o.why === "routed";
+
+/** A record that did not run to success gives its lease back now, unless it was routed and its route is to be recorded. */
+async function afterFailure<R, T, E extends Envelope<T>>(
+  p: RecordPlan<R, T, E>,
+  outcome: RecordOutcome,
+  deps: Pick<RecordRunDeps<R, T, unknown, E>, "claims" | "recordsRoutes" | "onReleaseError">,
+): Promise<RecordOutcome> {
+  const held = p.lease;
+  if (!held || !deps.claims || (deps.recordsRoutes && isRouted(outcome))) return outcome;
+  p.lease = undefined;
+  await deps.claims.dedup.release(held.lease).catch((error: unknown) => deps.onReleaseError(p, error));
+  return outcome;
+}
+
+/**
+ * A record that could not be decoded: recognised if this delivery was routed before, else it
+ * follows its key's retry path or goes where the adapter's `reject` sends it.
+ */
+export async function runRejectedRecord<R, T, E extends Envelope<T> = Envelope<T>>(
+  p: RecordPlan<R, T, E>,
+  error: unknown,
+  deps: RejectDeps<R, T, E>,
+): Promise<RecordOutcome> {
+  const claim = deps.claims && deps.recordsRoutes ? deps.undecodedClaimOf?.(p.record) : undefined;
+  const seen = claim && deps.claims ? await claimUndecoded(p, claim, deps.claims) : undefined;
+  if (seen) return deps.recognised?.(p, seen.routed) ?? done("routed");
+  return afterFailure(p, deps.follow?.(p) ?? (await deps.reject(p, error)), deps);
 }
 
 export async function runPlannedRecord<R, T, C, E extends Envelope<T> = Envelope<T>>(
@@ -49,41 +108,44 @@ export async function runPlannedRecord<R, T, C, E extends Envelope<T> = Envelope
   }
   if (p.copy.kind === "other-payload") {
     const why = `'${envelope.id}' came twice in this batch with different payloads; this one waits for the first`;
-    return deps.fail(p, new InProgressElsewhereError(why));
+    return deps.follow?.(p) ?? deps.fail(p, new InProgressElsewhereError(why));
   }
   const early = await deps.beforeClaim?.(p, envelope);
   if (early) return early;
   const ctx = deps.contextOf(p);
-  if (claims) {
-    const verdict = await takeClaim(p, claims);
-    if (verdict.kind === "held") return deps.fail(p, verdict.error, verdict.retryAtMs);
-    if (verdict.kind === "failed") return deps.fail(p, verdict.error);
-    if (verdict.kind === "duplicate") {
-      telemetry.count(METRIC.duplicates);
-      // The first run's answer, for a consumer that replies; a throw retries the record.
-      const storedResult = idempotency.storedResultOf(verdict.storedResult);
-      const replied = await Promise.resolve()
-        .then(() => deps.onDuplicate?.(envelope, { ...ctx, storedResult }))
-        .then(
-          () => undefined,
-          (error: unknown) => ({ error }),
-        );
-      return replied ? deps.fail(p, replied.error) : done("duplicate");
-    }
+  const verdict: ClaimVerdict = claims ? await takeClaim(p, claims) : { kind: "run" };
+  if (verdict.kind === "routed") return deps.recognised?.(p, verdict.route) ?? done("routed");
+  if (verdict.kind === "duplicate") {
+    telemetry.count(METRIC.duplicates);
+    // The first run's answer, for a consumer that replies; a throw retries the record.
+    const storedResult = idempotency.storedResultOf(verdict.storedResult);
+    const replied = await Promise.resolve()
+      .then(() => deps.onDuplicate?.(envelope, { ...ctx, storedResult }))
+      .then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
+    return replied ? deps.fail(p, replied.error) : done("duplicate");
   }
+  // Claimed first, so that a follower's route is recorded under its lease like any other's.
+  const followed = deps.follow?.(p);
+  if (followed) return afterFailure(p, followed, deps);
+  if (verdict.kind === "held") return deps.fail(p, verdict.error, verdict.retryAtMs);
+  if (verdict.kind === "failed") return deps.fail(p, verdict.error);
   const effect = await runWithLease(
     p,
     claims,
     {
       resultToStore: idempotency.resultToStore,
       keepAlive: deps.keepAlive ?? true,
+      keepOnFailure: deps.recordsRoutes ?? false,
       onLeaseLost: () => telemetry.count(METRIC.leasesLost),
       onRenewError: deps.onRenewError ?? (() => undefined),
       onReleaseError: (error) => deps.onReleaseError(p, error),
     },
     async () => deps.handler(envelope, ctx),
   );
-  if (!effect.ok) return deps.fail(p, effect.error);
+  if (!effect.ok) return afterFailure(p, await deps.fail(p, effect.error), deps);
   telemetry.count(METRIC.processed);
   return done("processed");
 }

@@ -3,7 +3,7 @@
  *
  *   decode → plan (in-batch copies) → bad input up front (SQS) → claim ahead → run (keyed lanes,
  *   bounded concurrency, the time margin) → release unused claims → settle completions → after run
- *   (SQS: requeue; Kafka: produce) → answer
+ *   (SQS: requeue; Kafka: produce) → record the routes (Kafka) → answer
  *
  * with the `finally` (watchers stopped, the deadline timer cleared), the deadline guard and the
  * telemetry of each stage. An adapter supplies only what differs (`BatchAdapter`). Per-invocation
@@ -23,9 +23,15 @@ import {
 } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { decodeRecords, planBatch, type RecordPlan } from "./batchPlan.ts";
-import { claimAhead, releaseUnused, settleCompletions } from "./recordClaims.ts";
+import { claimAhead, releaseUnused, settleCompletions, settleLeases } from "./recordClaims.ts";
 import type { RecordOutcome } from "./recordOutcome.ts";
-import { type Invocation, openInvocation, runPlannedRecord, runPlans } from "./recordRun.ts";
+import {
+  type Invocation,
+  openInvocation,
+  runPlannedRecord,
+  runPlans,
+  runRejectedRecord,
+} from "./recordRun.ts";
 
 /** What a handler gets beside the envelope: the same three things in every consumer. */
 export interface BatchRecordContext<R> {
@@ -64,8 +70,20 @@ export interface BatchAdapter<R, T, E extends Envelope<T>, A> {
    * turn (Kafka, so that a bad record behind its key's retry path follows it there).
    */
   readonly rejectUpFront?: boolean;
-  /** First in a record's turn (Kafka: follow its key's retry path; skip a tombstone). */
+  /** First in a record's turn, before any claim (Kafka: skip a tombstone). */
   readonly lead?: (plan: RecordPlan<R, T, E>) => RecordOutcome | undefined;
+  /** After the record's claim, before its effect (Kafka: follow its key's retry path). */
+  readonly follow?: (plan: RecordPlan<R, T, E>) => RecordOutcome | undefined;
+  /**
+   * Where a routed record went, once its copy is durable (after `afterRun`); recorded in its dedup
+   * record under its claim's holder, so that its redelivery is recognised (`recognised`) instead
+   * of being run or routed twice. Absent: a routed record gives its lease back at once (SQS).
+   */
+  readonly routeOf?: (plan: RecordPlan<R, T, E>) => string | undefined;
+  /** A redelivery whose claim says it was routed before (`routeOf` gave `route`). @default done("routed") */
+  readonly recognised?: (plan: RecordPlan<R, T, E>, route: string) => RecordOutcome;
+  /** With `routeOf`: the dedup key and holder of a record that could not be decoded (Kafka: its coordinates). */
+  readonly undecodedClaimOf?: (record: R) => { readonly key: string; readonly holder: string };
   /** Between the in-batch checks and the claim (Kafka: wait until a retry record is due). */
   readonly beforeClaim?: (plan: RecordPlan<R, T, E>, envelope: E) => Promise<RecordOutcome | undefined>;
   /** Which records to claim ahead in one go; absent: each record claims when it starts. */
@@ -159,13 +177,23 @@ export async function runBatch<R, T, E extends Envelope<T>, A>(
     fail: adapter.fail,
     onDuplicate: settings.onDuplicate,
     beforeClaim: adapter.beforeClaim,
+    follow: adapter.follow,
+    recordsRoutes: adapter.routeOf !== undefined,
+    recognised: adapter.recognised,
+    reject: adapter.reject,
+    undecodedClaimOf: adapter.undecodedClaimOf,
     keepAlive: adapter.keepLeases ?? true,
     onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
     onReleaseError: log("could not release the dedup lease"),
   };
   const runRecord = async (p: Plan): Promise<RecordOutcome> =>
     adapter.lead?.(p) ??
-    (p.decoded.ok ? runPlannedRecord(p, p.decoded.envelope, run) : adapter.reject(p, p.decoded.error));
+    (p.decoded.ok
+      ? runPlannedRecord(p, p.decoded.envelope, run)
+      : runRejectedRecord(p, p.decoded.error, run));
+  // A routed record keeps its lease past the produce, to record its route with it.
+  const keptForRoute = (p: Plan) =>
+    run.recordsRoutes && p.outcome?.kind === "done" && p.outcome.why === "routed";
 
   try {
     countBrokerIds(plans, telemetry);
@@ -184,10 +212,17 @@ export async function runBatch<R, T, E extends Envelope<T>, A>(
       telemetry,
       onBug: log("unexpected error"),
     });
-    await releaseUnused(plans, dedup, log("could not release an unused dedup claim"));
+    const unused = plans.filter((p) => !keptForRoute(p));
+    await releaseUnused(unused, dedup, log("could not release an unused dedup claim"));
     // Completions are fenced and batched by the store: all of them land before we answer.
     completionsFailed(await settleCompletions(plans, dedup), adapter.describe, telemetry);
     await adapter.afterRun?.(plans);
+    const released = log("could not release the dedup lease of a record not routed");
+    routesNotRecorded(
+      await settleLeases(plans, dedup, adapter.routeOf, released),
+      adapter.describe,
+      telemetry,
+    );
   } catch (error) {
     // Outside record processing: answer for what finished; the rest is never acked.
     telemetry.logger.error("batch processing failed outside a record", { error: describeError(error) });
@@ -227,6 +262,25 @@ function completionsFailed<R>(
   for (const { plan, error } of failed) {
     telemetry.count(error instanceof LeaseLostError ? METRIC.leasesLost : METRIC.transientFailures);
     telemetry.logger.error("effect applied but completion not recorded", {
+      ...describe(plan.record),
+      error: describeError(error),
+    });
+  }
+}
+
+/**
+ * The same policy for a route: a record whose copy is out but whose route was not recorded is
+ * acked (the copy is durable); only the record of it is missing, so a redelivery of this very
+ * record (Lambda resuming its partition below it) may route it again. Logged and counted.
+ */
+function routesNotRecorded<R>(
+  failed: ReadonlyArray<{ plan: { readonly record: R }; error: unknown }>,
+  describe: (record: R) => Record<string, unknown>,
+  telemetry: Telemetry,
+): void {
+  for (const { plan, error } of failed) {
+    telemetry.count(METRIC.routeNotRecorded);
+    telemetry.logger.error("record routed but its route not recorded", {
       ...describe(plan.record),
       error: describeError(error),
     });

@@ -22,7 +22,19 @@ export interface QueueWithDlqProps {
    * queue's ARN, which a CloudFormation-generated name would make circular)
    */
   readonly queueName?: string;
-  /** A FIFO queue (and DLQ): order per message group, batches of at most 10. @default false */
+  /**
+   * A FIFO queue (and DLQ): order per message group, batches of at most 10. A standard queue whose
+   * producers set `MessageGroupId` is a fair queue (SQS, July 2025; no setting here): the group id
+   * names a tenant, whose backlog SQS keeps from delaying the other tenants, with neither order nor
+   * deduplication. The consumer treats its records as standard ones (no group lanes, backoff
+   * through visibility, a healthy record requeued on its last receive) and keeps the tenant on
+   * every copy it sends (a requeued copy, a parked letter, a redrive). Dedup stays key-based: a
+   * standard queue delivers at least once and has no `MessageDeduplicationId`, so the dedup store
+   * is the only dedup, under the consumer's `key` (a business key), never the tenant; if two
+   * tenants can share a business id, make the tenant part of the key
+   * (`` key: (b, r) => `${r.attributes.MessageGroupId}:${b.id}` ``).
+   * @default false
+   */
   readonly fifo?: boolean;
   /**
    * The timeout of the function that will consume the queue (1 s–15 min). The visibility timeout

@@ -4,7 +4,10 @@ export interface Envelope<TBody = unknown> {
   readonly id: string;
   /** Where `id` came from: a business key, the producer's message id, or broker coordinates. */
   readonly idSource: KeySource;
-  /** The ordering key: MessageGroupId, Kafka key or aggregate id. */
+  /**
+   * The ordering key: MessageGroupId, Kafka key or aggregate id. On a fair queue (a standard SQS
+   * queue with group ids) it is the tenant, with no order.
+   */
   readonly key: string | undefined;
   /** The parsed body (JSON unless the consumer says otherwise). */
   readonly body: TBody;

@@ -1,18 +1,25 @@
+import type { DedupStatus } from "./schema.ts";
+
 /**
  * What a failed claim means, decided from the item DynamoDB returned with the failure
  * (ReturnValuesOnConditionCheckFailure: ALL_OLD), so a duplicate costs one request and no read.
  */
 export interface ExistingDedupRecord {
-  readonly status: "IN_PROGRESS" | "COMPLETED";
+  readonly status: DedupStatus;
   readonly leaseExpiresAtMs: number | undefined;
   readonly expiresAtSec: number | undefined;
   readonly payloadHash: string | undefined;
   readonly result: string | undefined;
+  /** Holders whose delivery of the key was routed on (`DEDUP_ATTR.routedBy`). */
+  readonly routedBy?: ReadonlyArray<string> | undefined;
+  readonly route?: string | undefined;
 }
 
 export type RejectedClaim =
   | { readonly outcome: "duplicate"; readonly result: string | undefined }
   | { readonly outcome: "in-progress"; readonly leaseExpiresAtMs: number }
+  /** This very delivery (the claim's holder) was routed on before: ack it, do not run it. */
+  | { readonly outcome: "routed"; readonly route: string }
   | { readonly outcome: "key-reuse"; readonly storedHash: string; readonly givenHash: string }
   /** The condition failed but the item no longer blocks us (a race with TTL or a release): retry once. */
   | { readonly outcome: "retry" };
@@ -21,6 +28,7 @@ export function decideRejectedClaim(
   existing: ExistingDedupRecord | undefined,
   givenHash: string | undefined,
   nowMs: number,
+  givenHolder?: string,
 ): RejectedClaim {
   if (!existing) return { outcome: "retry" };
   if (existing.expiresAtSec !== undefined && existing.expiresAtSec * 1000 < nowMs)
@@ -29,6 +37,11 @@ export function decideRejectedClaim(
     return { outcome: "key-reuse", storedHash: existing.payloadHash, givenHash };
   }
   if (existing.status === "COMPLETED") return { outcome: "duplicate", result: existing.result };
+  // Before the lease: the copy this delivery was routed to may hold the key now, and that is no
+  // reason to route the delivery once more.
+  if (givenHolder !== undefined && existing.routedBy?.includes(givenHolder))
+    return { outcome: "routed", route: existing.route ?? "" };
+  if (existing.status === "ROUTED") return { outcome: "retry" };
   const lease = existing.leaseExpiresAtMs ?? 0;
   if (lease < nowMs) return { outcome: "retry" };
   return { outcome: "in-progress", leaseExpiresAtMs: lease };

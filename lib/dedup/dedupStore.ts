@@ -40,6 +40,8 @@ export interface Lease {
   readonly token: string;
   readonly expiresAtMs: number;
   readonly attempt: number;
+  /** The claim's `holder`, when it gave one. */
+  readonly holder?: string;
 }
 
 /**
@@ -49,7 +51,13 @@ export interface Lease {
 export type ClaimResult =
   | { readonly status: "claimed"; readonly lease: Lease }
   | { readonly status: "duplicate"; readonly result: string | undefined }
-  | { readonly status: "in-progress"; readonly leaseExpiresAtMs: number };
+  | { readonly status: "in-progress"; readonly leaseExpiresAtMs: number }
+  /**
+   * This holder's delivery of the key was routed on before (`recordRoute`): a redelivery of a
+   * record already sent to a retry topic or the DLQ, to be acked, neither run nor routed again.
+   * `route` is what `recordRoute` was given.
+   */
+  | { readonly status: "routed"; readonly route: string };
 
 export interface ClaimOptions {
   readonly payloadHash?: string;
@@ -76,6 +84,14 @@ export interface DedupStore {
   complete(lease: Lease, result?: string): Promise<void>;
   /** Fenced delete, so a retry can claim at once. A lost lease is not an error here. */
   release(lease: Lease): Promise<void>;
+  /**
+   * Fenced, in place of `release` for a delivery that was not processed but sent on (a Kafka retry
+   * topic, the DLQ), once the copy is durable: the key is free for the next holder (the copy), and
+   * a claim by this lease's holder answers `routed` from now on (its redelivery is recognised).
+   * A lease without a holder is released (nothing could recognise it). Rejects with LeaseLostError.
+   * @default - a store without it releases the lease (a redelivery then runs again)
+   */
+  recordRoute?(lease: Lease, route: string): Promise<void>;
   /** Fenced lease extension for long jobs. Rejects with LeaseLostError. */
   renew(lease: Lease, leaseMs?: number): Promise<Lease>;
   /** Waits for every grouped completion to be written. Call before acking the batch. */
@@ -83,6 +99,7 @@ export interface DedupStore {
 }
 
 const n = (v: number): AttributeValue => ({ N: String(v) });
+const holderOf = (holder: string | undefined) => (holder ? { holder } : {});
 const s = (v: string): AttributeValue => ({ S: v });
 
 function parseExisting(item: Record<string, AttributeValue> | undefined): ExistingDedupRecord | undefined {
@@ -94,6 +111,8 @@ function parseExisting(item: Record<string, AttributeValue> | undefined): Existi
     expiresAtSec: num(A.expiresAt),
     payloadHash: item[A.payloadHash]?.S,
     result: item[A.result]?.S,
+    routedBy: item[A.routedBy]?.SS,
+    route: item[A.route]?.S,
   };
 }
 
@@ -102,13 +121,17 @@ function ownClaim(
   key: string,
   item: Record<string, AttributeValue> | undefined,
   tokens: ReadonlyArray<{ token: string; expiresAtMs: number }>,
+  holder: string | undefined,
 ): ClaimResult | undefined {
   if (item?.[A.status]?.S !== "IN_PROGRESS") return undefined;
   const held = tokens.find((t) => t.token === item[A.leaseToken]?.S);
   if (!held) return undefined;
   const lease = Number(item[A.leaseExpiresAt]?.N ?? held.expiresAtMs);
   const attempt = Number(item[A.attempts]?.N ?? 1);
-  return { status: "claimed", lease: { key, token: held.token, expiresAtMs: lease, attempt } };
+  return {
+    status: "claimed",
+    lease: { key, token: held.token, expiresAtMs: lease, attempt, ...holderOf(holder) },
+  };
 }
 
 /** Creates a dedup store on a DynamoDB table. */
@@ -142,27 +165,35 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
     // Claimable when absent, past its TTL (TTL deletion lags by days), IN_PROGRESS with an expired
-    // lease, or IN_PROGRESS under this very holder (its invocation died holding it; `ClaimOptions`).
-    // UpdateItem rather than PutItem: same single conditional write, and it can count attempts.
+    // lease, ROUTED (the copy it was sent on as claims it), or IN_PROGRESS under this very holder
+    // (its invocation died holding it; `ClaimOptions`); never by a holder that routed it before
+    // (`recordRoute`: its redelivery is answered `routed`). UpdateItem rather than PutItem: the same
+    // single conditional write, and it can count attempts.
     const hashGuard = payloadHash ? " AND (attribute_not_exists(#hash) OR #hash = :hash)" : "";
-    const sameHolder = holder ? ` OR (#status = :inProgress AND #holder = :holder${hashGuard})` : "";
+    const sameHolder = holder ? " OR (#status = :inProgress AND #holder = :holder)" : "";
+    const notRoutedHere = holder ? " AND NOT contains(#routedBy, :holder)" : "";
+    const free = `(#status = :inProgress AND #lease < :nowMs) OR #status = :routed${sameHolder}`;
+    // DynamoDB refuses redundant parentheses, so the group is wrapped only when it has guards.
+    const claimable = hashGuard || notRoutedHere ? `((${free})${hashGuard}${notRoutedHere})` : free;
     try {
       const out = await client.send(
         new UpdateItemCommand({
           TableName: tableName,
           Key: keyOf(key),
           UpdateExpression: `SET #status = :inProgress, #token = :token, #lease = :lease, #exp = :exp, #attempts = if_not_exists(#attempts, :zero) + :one${payloadHash ? ", #hash = :hash" : ""}${holder ? ", #holder = :holder" : ""} REMOVE #result${holder ? "" : ", #holder"}`,
-          ConditionExpression: `attribute_not_exists(#pk) OR #exp < :nowSec OR (#status = :inProgress AND #lease < :nowMs${hashGuard})${sameHolder}`,
+          ConditionExpression: `attribute_not_exists(#pk) OR #exp < :nowSec OR ${claimable}`,
           ExpressionAttributeNames: {
             ...names,
             "#pk": A.pk,
             "#attempts": A.attempts,
             "#result": A.result,
             "#holder": A.holder,
+            ...(holder ? { "#routedBy": A.routedBy } : {}),
             ...(payloadHash ? { "#hash": A.payloadHash } : {}),
           },
           ExpressionAttributeValues: {
             ":inProgress": s("IN_PROGRESS"),
+            ":routed": s("ROUTED"),
             ":token": s(token),
             ":lease": n(expiresAtMs),
             ":exp": n(Math.floor(t / 1000) + windowSeconds),
@@ -178,15 +209,17 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
         }),
       );
       const attempt = Number(out.Attributes?.[A.attempts]?.N ?? 1);
-      return { status: "claimed", lease: { key, token, expiresAtMs, attempt } };
+      return { status: "claimed", lease: { key, token, expiresAtMs, attempt, ...holderOf(holder) } };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const own = ownClaim(key, error.Item, [{ token, expiresAtMs }, ...(mine ? [mine] : [])]);
+      const own = ownClaim(key, error.Item, [{ token, expiresAtMs }, ...(mine ? [mine] : [])], holder);
       if (own) return own;
-      const decision = decideRejectedClaim(parseExisting(error.Item), payloadHash, now());
+      const decision = decideRejectedClaim(parseExisting(error.Item), payloadHash, now(), holder);
       switch (decision.outcome) {
         case "duplicate":
           return { status: "duplicate", result: decision.result };
+        case "routed":
+          return { status: "routed", route: decision.route };
         case "in-progress":
           return { status: "in-progress", leaseExpiresAtMs: decision.leaseExpiresAtMs };
         case "key-reuse":
@@ -221,7 +254,8 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
         ...(holder ? [s(holder)] : []),
       ],
     });
-    if (r.ok) return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1 } };
+    if (r.ok)
+      return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1, ...holderOf(holder) } };
     // DuplicateItem (INSERT returns no old image) or anything else: the conditional update decides.
     return { fallback: { token, expiresAtMs } };
   }
@@ -250,11 +284,31 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
    */
   const local = createLocalClaims(now);
 
+  async function release(lease: Lease): Promise<void> {
+    try {
+      await client.send(
+        new DeleteItemCommand({
+          TableName: tableName,
+          Key: keyOf(lease.key),
+          ConditionExpression: "#token = :token AND #status = :inProgress",
+          ExpressionAttributeNames: { "#token": A.leaseToken, "#status": A.status },
+          ExpressionAttributeValues: { ":token": s(lease.token), ":inProgress": s("IN_PROGRESS") },
+        }),
+      );
+    } catch (error) {
+      // Someone else holds it now: nothing of ours to release.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    } finally {
+      local.drop(lease);
+    }
+  }
+
   return {
     scope,
     tableName,
 
-    claim: (key, claimOptions = {}) => local.claim(key, () => claimFromTable(key, claimOptions)),
+    claim: (key, claimOptions = {}) =>
+      local.claim(key, claimOptions.holder, () => claimFromTable(key, claimOptions)),
 
     complete(lease, result) {
       // PartiQL so completions can be grouped; the WHERE clause is the fence (a missing item fails too).
@@ -283,20 +337,41 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
       });
     },
 
-    async release(lease) {
+    release,
+
+    async recordRoute(lease, route) {
+      if (!lease.holder) return release(lease);
       try {
+        // One conditional write in place of the release's delete; ROUTED frees the key for the next
+        // holder (the copy), and the holder set keeps every routed delivery of it recognisable.
         await client.send(
-          new DeleteItemCommand({
+          new UpdateItemCommand({
             TableName: tableName,
             Key: keyOf(lease.key),
+            UpdateExpression:
+              "SET #status = :routed, #route = :route, #exp = :exp REMOVE #lease ADD #routedBy :holder",
             ConditionExpression: "#token = :token AND #status = :inProgress",
-            ExpressionAttributeNames: { "#token": A.leaseToken, "#status": A.status },
-            ExpressionAttributeValues: { ":token": s(lease.token), ":inProgress": s("IN_PROGRESS") },
+            ExpressionAttributeNames: {
+              ...names,
+              "#route": A.route,
+              "#routedBy": A.routedBy,
+            },
+            ExpressionAttributeValues: {
+              ":routed": s("ROUTED"),
+              ":route": s(route),
+              ":exp": n(Math.floor(now() / 1000) + windowSeconds),
+              ":holder": { SS: [lease.holder] },
+              ":token": s(lease.token),
+              ":inProgress": s("IN_PROGRESS"),
+            },
           }),
         );
       } catch (error) {
-        // Someone else holds it now: nothing of ours to release.
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        if (error instanceof ConditionalCheckFailedException)
+          throw new LeaseLostError(
+            `lease on '${lease.key}' in scope '${scope}' was lost before its route was recorded`,
+          );
+        throw error;
       } finally {
         local.drop(lease);
       }
@@ -342,26 +417,34 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
 /** The claims of one container's invocations on one store, by key. */
 interface LocalClaims {
   /** Answers from this process when it can, else runs `fromTable` as the key's one claim here. */
-  claim(key: string, fromTable: () => Promise<ClaimResult>): Promise<ClaimResult>;
+  claim(key: string, holder: string | undefined, fromTable: () => Promise<ClaimResult>): Promise<ClaimResult>;
   renewed(lease: Lease): void;
   /** The lease was completed, released or lost: the table decides from now on. */
   drop(lease: Lease): void;
 }
 
 function createLocalClaims(now: () => number): LocalClaims {
-  const claiming = new Map<string, Promise<ClaimResult>>();
+  const claiming = new Map<string, { claim: Promise<ClaimResult>; holder: string | undefined }>();
   const held = new Map<string, Lease>();
+  // What another claim here learnt holds for this one too, unless the two have different holders:
+  // the key may be this holder's own (a takeover) or this holder may have routed it before
+  // (`routedBy`), which only the table knows.
+  const shared = (theirs: string | undefined, mine: string | undefined) =>
+    mine === undefined || theirs === mine;
 
   return {
-    async claim(key, fromTable) {
+    async claim(key, holder, fromTable) {
       for (;;) {
         const lease = held.get(key);
         // A lease past its expiry proves nothing (its holder may be stuck): the table decides.
-        if (lease && lease.expiresAtMs > now())
+        if (lease && lease.expiresAtMs > now() && shared(lease.holder, holder))
           return { status: "in-progress", leaseExpiresAtMs: lease.expiresAtMs };
         const first = claiming.get(key);
         if (!first) break;
-        const result = await first.catch(() => undefined);
+        const result = await first.claim.catch(() => undefined);
+        // A duplicate is one for every holder.
+        if (result?.status === "duplicate") return result;
+        if (!shared(first.holder, holder)) continue;
         // The other invocation won it: for this one the key is held elsewhere.
         if (result?.status === "claimed")
           return { status: "in-progress", leaseExpiresAtMs: result.lease.expiresAtMs };
@@ -370,7 +453,7 @@ function createLocalClaims(now: () => number): LocalClaims {
       }
       // No await between the check above and this set, so one claim per key is in flight here.
       const claim = fromTable();
-      claiming.set(key, claim);
+      claiming.set(key, { claim, holder });
       try {
         const result = await claim;
         if (result.status === "claimed") held.set(key, result.lease);

@@ -16,13 +16,24 @@ export const DEDUP_ATTR = {
   attempts: "attempts",
   /** Who holds the lease (a Kafka record's coordinates), when the claimant gave it. */
   holder: "holder",
+  /**
+   * The holders (a string set) whose delivery of this key was routed elsewhere (a Kafka retry
+   * topic or the DLQ) rather than processed: their redelivery is recognised, never run or routed again.
+   */
+  routedBy: "routedBy",
+  /** Where the last routed delivery went (the consumer's own description, opaque to the store). */
+  route: "route",
 } as const;
 
 export const DEDUP_PARTITION_KEY = DEDUP_ATTR.pk;
 /** The dedup table's TTL attribute (epoch seconds). */
 export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
 
-export type DedupStatus = "IN_PROGRESS" | "COMPLETED";
+/**
+ * `ROUTED`: the last holder did not process the key but sent it on (a retry topic, the DLQ); the
+ * next copy (another holder) may claim it, the routed holders' redeliveries may not (`routedBy`).
+ */
+export type DedupStatus = "IN_PROGRESS" | "COMPLETED" | "ROUTED";
 
 /** The IAM actions the dedup store uses, for least-privilege grants. */
 export const DEDUP_TABLE_ACTIONS = [

@@ -309,16 +309,17 @@ async function moveLetters(
   const fifo = destination.endsWith(".fifo");
   const entries: SendMessageBatchRequestEntry[] = letters.map((l, k) => {
     const attributes = redrivenAttributes(l);
+    const group = l.message.Attributes?.MessageGroupId;
     return {
       Id: String(k),
       MessageBody: l.message.Body ?? "",
       ...(Object.keys(attributes).length > 0 ? { MessageAttributes: toSdkAttributes(attributes) } : {}),
       ...(fifo
-        ? {
-            MessageGroupId: l.message.Attributes?.MessageGroupId ?? "redrive",
-            MessageDeduplicationId: l.message.MessageId,
-          }
-        : {}),
+        ? { MessageGroupId: group ?? "redrive", MessageDeduplicationId: l.message.MessageId }
+        : // A fair queue's letter goes back in its tenant.
+          group !== undefined
+          ? { MessageGroupId: group }
+          : {}),
     };
   });
   const sent = await sqs

@@ -55,7 +55,10 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   /**
    * Dedup on DynamoDB; `tableName` defaults to DEDUP_TABLE_NAME, `windowSeconds` to
    * DEDUP_WINDOW_SECONDS and `scope` to `consumer`. Pass a DedupStore to share one, or `false` for
-   * handlers that are idempotent by nature.
+   * handlers that are idempotent by nature. The store also records where a routed record went, so
+   * a redelivery of it is acked instead of being run or routed again; with `false`, a redelivery
+   * (Lambda resuming a partition below a routed record) runs every record again and routes a routed
+   * one a second time.
    */
   readonly idempotency?: IdempotencySetting;
   /**
@@ -123,6 +126,9 @@ type Plan<T> = RecordPlan<KafkaRecordView, T, KafkaEnvelope<T>>;
 const kafkaClaimHolder = (e: Envelope): string | undefined =>
   e.source.kind === "kafka" ? `${e.source.topic}:${e.source.partition}:${e.source.offset}` : undefined;
 
+/** A record's `topic:partition:offset`, the holder of its claims. */
+const kafkaCoordinates = (v: KafkaRecordView) => `${v.topic}:${v.partition}:${v.offset}`;
+
 /** Creates the per-container state (dedup stores, ladder) once; returns the per-batch function. */
 export function createKafkaBatchProcessor<T>(
   handler: KafkaRecordHandler<T>,
@@ -163,7 +169,12 @@ export function createKafkaBatchProcessor<T>(
       fail: routing.fail,
       // Bad input goes to the dead-letter topic in its lane's turn, behind its key's retry path.
       reject: routing.fail,
-      lead: (p) => routing.follow(p) ?? (skipped(p) ? done("processed") : undefined),
+      lead: (p) => (skipped(p) ? done("processed") : undefined),
+      follow: routing.follow,
+      // With a dedup store, a routed record's route is recorded, so a redelivery (Lambda resuming
+      // the partition below it, or retrying the batch whole) neither runs nor routes it again.
+      ...(opened.claims ? { routeOf: routing.routeOf, recognised: routing.recognised } : {}),
+      undecodedClaimOf: (v) => ({ key: `undecoded@${kafkaCoordinates(v)}`, holder: kafkaCoordinates(v) }),
       beforeClaim: (p) => routing.untilDue(p.record, invocation.remainingMs),
       // Records of retry topics are claimed just in time: they may wait to come due.
       claimAhead: settings.claimAhead ? (p) => !isRetryTopic(p.record) : undefined,

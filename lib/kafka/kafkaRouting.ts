@@ -59,6 +59,18 @@ function previousRetryCount(view: KafkaRecordView): number {
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
+/** A route as `routeOf` recorded it; anything else (a store shared with other code) is no route. */
+function parseRoute(recorded: string): Route | undefined {
+  try {
+    const to = JSON.parse(recorded) as Partial<Route> | null;
+    return typeof to?.topic === "string" && (to.kind === "retry" || to.kind === "dead-letter")
+      ? (to as Route)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A Kafka key's lane inside its partition; records without a key have none. */
 export const keyLaneOf = (v: KafkaRecordView) =>
   v.keyBytes === null ? undefined : `${v.partitionKey}|${v.keyBytes.toString("base64")}`;
@@ -66,6 +78,7 @@ export const keyLaneOf = (v: KafkaRecordView) =>
 export function kafkaRouting(deps: KafkaRoutingDeps) {
   const { ladder, telemetry, consumer, failureMode } = deps;
   const routes: { plan: Plan; route: Route; message: OutgoingMessage }[] = [];
+  const routeByPlan = new Map<Plan, Route>();
   // Set once the produce went through: a routed record is acked only then.
   let produced = false;
   // Once a key has a record on the retry path, its later records follow it there (key order).
@@ -91,6 +104,27 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
       now: new Date(deps.now()),
     });
     routes.push({ plan: p, route: to, message });
+    routeByPlan.set(p, to);
+    return done("routed");
+  }
+
+  /** What is recorded of a routed record once its copy is out (`BatchAdapter.routeOf`). */
+  function routeOf(p: Plan): string | undefined {
+    const to = routeByPlan.get(p);
+    return to && produced && p.outcome?.kind === "done" ? JSON.stringify(to) : undefined;
+  }
+
+  /**
+   * A redelivery already routed (its dedup record says so): acked, and not produced again. If it went
+   * onto the retry path, its key's later records in this batch follow it there, as they did the
+   * first time (those already routed are recognised by their own records; the others must not
+   * overtake its copy).
+   */
+  function recognised(p: Plan, recorded: string): RecordOutcome {
+    telemetry.count(METRIC.routedRecognised);
+    const to = parseRoute(recorded);
+    if (to?.kind === "retry" && failureMode === "retry-topics" && deps.keyOrder)
+      retryPath.block(keyLaneOf(p.record), to);
     return done("routed");
   }
 
@@ -207,5 +241,5 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     return undefined;
   }
 
-  return { follow, fail, untilDue, produce, answer, describe };
+  return { follow, fail, untilDue, produce, answer, describe, routeOf, recognised };
 }

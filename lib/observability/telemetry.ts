@@ -60,6 +60,13 @@ export const METRIC = {
   kafkaNotYetDue: "KafkaRetryNotYetDue",
   /** Kafka records routed along their key's earlier record onto the retry path (key order). */
   kafkaFollowedKey: "KafkaFollowedKeyToRetry",
+  /**
+   * Redelivered Kafka records recognised as already routed (to a retry topic or the DLQ) by their
+   * dedup record: acked, neither run nor routed again.
+   */
+  routedRecognised: "RoutedRecognised",
+  /** Records routed on whose route could not be recorded: a redelivery may route them again. */
+  routeNotRecorded: "RouteNotRecorded",
   /** Kafka records reported in the partial batch response (redelivered from there). */
   kafkaReportedUnfinished: "KafkaReportedUnfinished",
   /**

@@ -58,6 +58,7 @@ export async function parkInDeadLetterQueue(
     contextToHeaders(carried ? { ...context, messageId: carried } : context),
   );
   const fifo = deadLetterUrl.endsWith(".fifo");
+  const group = record.attributes.MessageGroupId;
   await sqs.send(
     new SendMessageCommand({
       QueueUrl: deadLetterUrl,
@@ -65,11 +66,15 @@ export async function parkInDeadLetterQueue(
       MessageAttributes: toSdkAttributes(attributes),
       ...(fifo
         ? {
-            MessageGroupId: record.attributes.MessageGroupId ?? "dead-letter",
+            MessageGroupId: group ?? "dead-letter",
             // Same source message → same dedup id, so a retried park does not double-park.
             MessageDeduplicationId: record.messageId,
           }
-        : {}),
+        : // A fair queue's record (a standard queue, a group id) keeps its tenant in the DLQ, so the
+          // DLQ is fair too and a redrive puts it back in its tenant.
+          group !== undefined
+          ? { MessageGroupId: group }
+          : {}),
     }),
   );
 }

@@ -17,12 +17,30 @@ export interface SqsAnswer {
   readonly visibility: Map<string, Array<{ id: string; receiptHandle: string; seconds: number }>>;
 }
 
-/** The partial batch response, plus the visibility changes that space the retries out. */
-export function sqsAnswer(unfinished: ReadonlyArray<Unfinished<SqsRecordRef>>): SqsAnswer {
+/**
+ * The partial batch response, plus the visibility changes that space the retries out. With
+ * `groupOf` (FIFO queues), the records of a group that come after its first unfinished record (held
+ * back behind it) get at least that record's delay. SQS would hold them back anyway, since no
+ * message of a group is handed out while an earlier one is in flight, so this changes nothing
+ * there; but an SQS implementation that puts a message set to visibility 0 straight back among the
+ * visible ones (LocalStack 2026.3.0, docs/local.md) would otherwise hand them out ahead of the failed
+ * record and break the group's order. A copy of the head's delay costs nothing on SQS: the group
+ * could not move on before the head comes back in either case.
+ */
+export function sqsAnswer<R extends SqsRecordRef>(
+  unfinished: ReadonlyArray<Unfinished<R>>,
+  groupOf?: (record: R) => string | undefined,
+): SqsAnswer {
   const visibility: SqsAnswer["visibility"] = new Map();
+  const headDelay = new Map<string, number>();
   for (const { record, delaySeconds } of unfinished) {
+    const group = groupOf?.(record);
+    const lane = group === undefined ? undefined : `${record.eventSourceARN}|${group}`;
+    const head = lane === undefined ? undefined : headDelay.get(lane);
+    if (lane !== undefined && head === undefined) headDelay.set(lane, delaySeconds);
     const list = visibility.get(record.eventSourceARN) ?? [];
-    list.push({ id: record.messageId, receiptHandle: record.receiptHandle, seconds: delaySeconds });
+    const seconds = Math.max(delaySeconds, head ?? 0);
+    list.push({ id: record.messageId, receiptHandle: record.receiptHandle, seconds });
     visibility.set(record.eventSourceARN, list);
   }
   return {

@@ -134,7 +134,7 @@ function sqsAdapter<T>(
     watch: heartbeatWatch(records, settle, options.heartbeat, invocation),
     afterRun: (plans) => settle.requeueHealthy(plans, isFifo()),
     describe: (r) => ({ messageId: r.messageId }),
-    answer: settle.answer,
+    answer: (plans) => settle.answer(plans, isFifo()),
   };
 }
 

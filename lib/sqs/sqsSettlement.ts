@@ -173,9 +173,16 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     }
   }
 
-  /** The partial batch response; unfinished records get their retry delay as their visibility. */
-  async function answer(plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>): Promise<SQSBatchResponse> {
-    const { batchItemFailures, visibility } = sqsAnswer(unfinishedOf(plans));
+  /**
+   * The partial batch response; unfinished records get their retry delay as their visibility (on a
+   * FIFO queue, the records held back behind a group's failed one get at least its delay: `sqsAnswer`).
+   */
+  async function answer(
+    plans: ReadonlyArray<RecordPlan<SQSRecord, unknown>>,
+    fifo: boolean,
+  ): Promise<SQSBatchResponse> {
+    const groupOf = fifo ? (r: SQSRecord) => r.attributes.MessageGroupId ?? "" : undefined;
+    const { batchItemFailures, visibility } = sqsAnswer(unfinishedOf(plans), groupOf);
     await Promise.all(
       [...visibility].map(async ([arn, changes]) => {
         const q = await queueOf(arn);

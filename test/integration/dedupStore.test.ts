@@ -130,6 +130,49 @@ describe("dedup store", () => {
     }
   });
 
+  it("a recorded route frees the key for the copy and answers every routed holder's redelivery with the route (issue 26 item 3)", async () => {
+    for (const maxBatch of [25, 1]) {
+      const scope = `routed-${maxBatch}`;
+      const store = createDedupStore({ tableName: table, scope, client, claims: { maxBatch } });
+      const main = await store.claim("k", { holder: "orders:0:5", payloadHash: "h" });
+      if (main.status !== "claimed") throw new Error(`expected a claim, got ${main.status}`);
+      await store.recordRoute?.(main.lease, "to retry.5s");
+      expect((await getItem(scope, "k"))?.status?.S).toBe("ROUTED");
+      // The redelivery of the routed record is recognised; the copy it was sent on as claims.
+      expect(await store.claim("k", { holder: "orders:0:5", payloadHash: "h" })).toEqual({
+        status: "routed",
+        route: "to retry.5s",
+      });
+      const copy = await store.claim("k", { holder: "orders.retry.5s:0:0", payloadHash: "h" });
+      if (copy.status !== "claimed") throw new Error(`expected the copy's claim, got ${copy.status}`);
+      expect(copy.lease.attempt).toBe(2);
+      // While the copy holds it, and after the copy was routed on in its turn, both are recognised.
+      expect((await store.claim("k", { holder: "orders:0:5", payloadHash: "h" })).status).toBe("routed");
+      await store.recordRoute?.(copy.lease, "to DLQ");
+      for (const holder of ["orders:0:5", "orders.retry.5s:0:0"])
+        expect(await store.claim("k", { holder, payloadHash: "h" })).toEqual({
+          status: "routed",
+          route: "to DLQ",
+        });
+      // A copy replayed from the DLQ (new coordinates), or a claim with no holder, processes it.
+      await expect(store.claim("k", { holder: "orders:0:99", payloadHash: "other" })).rejects.toBeInstanceOf(
+        KeyReuseError,
+      );
+      const replayed = await store.claim("k", { holder: "orders:0:99", payloadHash: "h" });
+      if (replayed.status !== "claimed")
+        throw new Error(`expected the replay's claim, got ${replayed.status}`);
+      await store.complete(replayed.lease);
+      await store.flush();
+      expect((await store.claim("k", { holder: "orders:0:5" })).status).toBe("duplicate");
+      // A route is fenced like a completion; without a holder there is nothing to recognise: released.
+      await expect(store.recordRoute?.(main.lease, "x")).rejects.toBeInstanceOf(LeaseLostError);
+      const plain = await store.claim("plain");
+      if (plain.status !== "claimed") throw new Error(`expected a claim, got ${plain.status}`);
+      await store.recordRoute?.(plain.lease, "x");
+      expect(await getItem(scope, "plain")).toBeUndefined();
+    }
+  });
+
   it("treats an item past its TTL that DynamoDB has not deleted yet as absent", async () => {
     const past = Math.floor(Date.now() / 1000) - 60;
     await client.send(

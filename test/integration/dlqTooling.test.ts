@@ -470,6 +470,37 @@ describe("SQS DLQ: inspect and redrive", () => {
       });
   });
 
+  it("a fair queue's letter is redriven in its tenant (its MessageGroupId), where the DLQ returns it (issue 26 item 8)", async () => {
+    const source = await queue("fair");
+    const dlq = await queue("fair-dlq");
+    // What the consumer parks for a fair queue's record: the tenant kept (sqsConsumer.test.ts).
+    await client.send(
+      new SendMessageCommand({
+        QueueUrl: dlq.url,
+        MessageBody: "f1",
+        MessageGroupId: "tenant-a",
+        MessageAttributes: toSdkAttributes(
+          packAttributes({}, { "x-original-queue": source.arn, "x-last-error": "TransientError: t" }),
+        ),
+      }),
+    );
+    const sends: { MessageGroupId?: string }[] = [];
+    const watched = sqs();
+    watched.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "SendMessageBatchCommand")
+          sends.push(...((args.input as { Entries: { MessageGroupId?: string }[] }).Entries ?? []));
+        return next(args);
+      },
+      { step: "initialize", name: "recordSends" },
+    );
+    expect(await redriveSqsDeadLetters(watched, dlq.url)).toMatchObject({ moved: 1, failed: 0 });
+    // SQS and LocalStack return a standard queue's group id; fauxqs 2.4.1 drops it on send, so
+    // there is no tenant to keep (sqsSemantics.test.ts).
+    expect(sends.map((e) => e.MessageGroupId)).toEqual([onLocalStack ? "tenant-a" : undefined]);
+    expect((await drain(source.url)).map((a) => a.body)).toEqual(["f1"]);
+  });
+
   it("a redriven copy parked again keeps its original's x-message-id in the new context", async () => {
     const dlq = await queue("again-dlq");
     const record = {

@@ -16,7 +16,7 @@ import {
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toMskEvent } from "../../lib/local/mskEventBuilder.ts";
-import { dynamodb } from "../support/clients.ts";
+import { dynamodb, kafka } from "../support/clients.ts";
 import {
   declareLadder,
   lambdaContext,
@@ -595,5 +595,112 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     expect(await handler({ eventSource: "aws:kafka", records: {} }, lambdaContext())).toEqual({
       batchItemFailures: [],
     });
+  });
+});
+
+/** Records in a topic, read from the broker's offsets (no consumer, so no wait for one to catch up). */
+async function topicSize(topic: string): Promise<number> {
+  const admin = kafka("topic-size").admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe("Kafka consumer: a routed record is recognised on redelivery (issue 26 item 3)", () => {
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const recordOf = (topic: string, offset: number, key: string, value: string, id?: string) => ({
+    topic,
+    partition: 0,
+    offset,
+    timestamp: Date.now(),
+    key: b64(key),
+    value: b64(value),
+    headers: id ? [{ "message-id": [...Buffer.from(id)] }] : [],
+  });
+
+  it("partial-batch: a record dead-lettered above the lowest unfinished offset is neither run nor routed again when Lambda resumes there", async () => {
+    const topic = name("routed-partial");
+    await declareLadder(ladder, topic);
+    const runs: string[] = [];
+    let transientLeft = 1;
+    const { process, telemetry } = processor<{ fail?: string }>(
+      async (env) => {
+        runs.push(env.id);
+        if (env.body.fail === "transient" && transientLeft-- > 0) throw new TransientError("later");
+        if (env.body.fail === "permanent") throw new PermanentError("never");
+      },
+      { ordering: "key", failureMode: "partial-batch" },
+    );
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${topic}-0`]: [
+          recordOf(topic, 10, "a", '{"fail":"transient"}', "m-10"),
+          recordOf(topic, 11, "b", '{"fail":"permanent"}', "m-11"),
+          recordOf(topic, 12, "c", "{not json", "m-12"),
+          recordOf(topic, 13, "d", "{}", "m-13"),
+        ],
+      },
+    };
+    expect(await process(event, lambdaContext())).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: `${topic}-0`, offset: 10 } }],
+    });
+    expect(await topicSize(`${topic}.DLQ`)).toBe(2);
+    // Lambda resumes the partition at offset 10: every later record comes again.
+    expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await topicSize(`${topic}.DLQ`)).toBe(2);
+    expect(runs.sort()).toEqual(["m-10", "m-10", "m-11", "m-13"]);
+    expect(telemetry.counts.DeadLettered).toBe(2);
+    expect(telemetry.counts.RoutedRecognised).toBe(2);
+  });
+
+  it("retry-topics: a batch redelivered whole after its routes were produced (the invocation died before answering) routes nothing twice", async () => {
+    const topic = name("routed-again");
+    await declareLadder(ladder, topic);
+    const runs: string[] = [];
+    const { process, telemetry } = processor<{ fail?: string }>(async (env) => {
+      runs.push(env.id);
+      if (env.body.fail === "transient") throw new TransientError("issuer timeout");
+    });
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${topic}-0`]: [
+          recordOf(topic, 0, "acct-1", '{"fail":"transient"}', "m-0"),
+          recordOf(topic, 1, "acct-1", "{}", "m-1"), // follows its key onto the retry path
+          recordOf(topic, 2, "acct-2", "{not json"), // undecodable: dead-lettered by its coordinates
+          recordOf(topic, 3, "acct-3", "{}", "m-3"),
+        ],
+      },
+    };
+    for (let delivery = 0; delivery < 2; delivery++)
+      expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await topicSize(`${topic}.retry.150ms`)).toBe(2);
+    expect(await topicSize(`${topic}.DLQ`)).toBe(1);
+    expect(runs).toEqual(["m-0", "m-3"]);
+    expect(telemetry.counts.RoutedToRetry).toBe(2);
+    expect(telemetry.counts.DeadLettered).toBe(1);
+  });
+
+  it("idempotency: false gives no such memory: a redelivered routed record runs and is routed again", async () => {
+    const topic = name("routed-no-store");
+    await declareLadder(ladder, topic);
+    const { process } = processor<{ fail?: string }>(
+      async (env) => {
+        if (env.body.fail === "permanent") throw new PermanentError("never");
+      },
+      { failureMode: "partial-batch", idempotency: false },
+    );
+    const event = {
+      eventSource: "aws:kafka",
+      records: { [`${topic}-0`]: [recordOf(topic, 0, "a", '{"fail":"permanent"}', "m-0")] },
+    };
+    await process(event, lambdaContext());
+    await process(event, lambdaContext());
+    expect(await topicSize(`${topic}.DLQ`)).toBe(2);
   });
 });

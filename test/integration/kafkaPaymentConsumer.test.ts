@@ -71,12 +71,19 @@ describe("functions/payment-consumer", () => {
       expect(dead.every((d) => d.message.headers?.["x-consumer"]?.toString() === "payment-consumer")).toBe(
         true,
       );
+      // o-2 and o-3 were dead-lettered once: their redelivery is recognised by its recorded route.
+      expect(charge.mock.calls.map(([c]) => c.orderId).sort()).toEqual(["o-1", "o-2", "o-4"]);
+      // A replay (the DLQ tool republishes it: new coordinates) is processed again, as after a fix.
+      const replay = { eventSource: "aws:kafka", records: { [`${topic}-0`]: [order(5, "o-2", 99_000_000)] } };
+      expect(await handler(replay, lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect((await tap.take(`${topic}.DLQ`, 1)).length).toBe(1);
+      expect(tap.pending(`${topic}.DLQ`)).toBe(0);
     } finally {
       await tap.stop();
     }
     const charged = charge.mock.calls.map(([c]) => c.orderId);
-    // o-1 and o-4 charged once each despite the resend and the redelivery. o-2 was declined on each
-    // delivery: a failure frees its dedup key, so a replay after a fix can still process it.
+    // o-1 and o-4 charged once each despite the resend and the redelivery; o-2 once per delivery
+    // that was not a redelivery of a dead-lettered one (the first, and the replay).
     expect(charged.sort()).toEqual(["o-1", "o-2", "o-2", "o-4"]);
     expect(charge.mock.calls.find(([c]) => c.orderId === "o-1")![0].idempotencyKey).toBe("payment:o-1");
   });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSEvent } from "aws-lambda";
-import { METRIC } from "reliable-consumers";
+import { createDedupStore, METRIC } from "reliable-consumers";
 import {
   CONTEXT_ATTRIBUTE,
   createSqsClient,
@@ -478,5 +478,143 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
     ).rejects.toMatchObject({
       name: "UnknownEventShapeError",
     });
+  });
+});
+
+describe(`SQS fair queues (standard queues whose producers set MessageGroupId) on ${SQS_NAME} (issue 26 item 8)`, () => {
+  /** What the consumer sends through `client`, by command name: the inputs. */
+  function sent(client: ReturnType<typeof createSqsClient>) {
+    const inputs: { command: string; input: Record<string, unknown> }[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        inputs.push({ command: context.commandName ?? "", input: args.input as Record<string, unknown> });
+        return next(args);
+      },
+      { step: "initialize", name: "recordRequests" },
+    );
+    return (command: string) => inputs.filter((i) => i.command === command).map((i) => i.input);
+  }
+
+  /**
+   * A fair queue's batch, received from a real standard queue, in the shape the SQS trigger gives
+   * (Lambda developer guide, "Using Lambda with Amazon SQS"; SQS developer guide, "Amazon SQS fair
+   * queues", July 2025): the producer's MessageGroupId among the attributes, none of FIFO's
+   * SequenceNumber or MessageDeduplicationId, and a queue ARN without `.fifo`. fauxqs 2.4.1 drops a
+   * standard queue's group id on receive (sqsSemantics.test.ts), so it is taken from what was sent.
+   */
+  async function fairBatch(q: TestQueue, messages: { id: string; tenant: string }[]): Promise<SQSEvent> {
+    await sendAll(
+      sqs,
+      q.url,
+      messages.map((m) => ({ body: JSON.stringify({ id: m.id }), groupId: m.tenant })),
+    );
+    const received = await drainQueue(sqs, q.url);
+    const tenantOf = new Map(messages.map((m) => [m.id, m.tenant]));
+    const records = received.map((m) => {
+      const { SequenceNumber: _s, MessageDeduplicationId: _d, ...attributes } = m.Attributes ?? {};
+      const MessageGroupId = tenantOf.get(JSON.parse(m.Body!).id)!;
+      return toLambdaRecord({ ...m, Attributes: { ...attributes, MessageGroupId } }, q.arn);
+    });
+    records.sort((a, b) => JSON.parse(a.body).id.localeCompare(JSON.parse(b.body).id));
+    expect(q.arn.endsWith(".fifo")).toBe(false);
+    expect(records.map((r) => Object.keys(r.attributes).sort())).toEqual(
+      records.map(() => [
+        "ApproximateFirstReceiveTimestamp",
+        "ApproximateReceiveCount",
+        "MessageGroupId",
+        "SenderId",
+        "SentTimestamp",
+      ]),
+    );
+    return { Records: records };
+  }
+  const idOf = (r: { body: string }) => JSON.parse(r.body).id as string;
+
+  it("a group id is a tenant, not a FIFO lane: a failing record holds back nothing of its tenant and backs off through visibility", async () => {
+    const q = await queue("fair");
+    const client = createSqsClient();
+    const requests = sent(client);
+    const ran: string[] = [];
+    const handler = sqsConsumer<Msg>(
+      async ({ body, key }) => {
+        if (body.id === "A1") throw new TransientError("A1 fails");
+        ran.push(`${key}:${body.id}`);
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: name("fair") },
+        backoff: { baseSeconds: 600, maxSeconds: 600 },
+        sqsClient: client,
+      },
+    );
+    const event = await fairBatch(q, [
+      { id: "A1", tenant: "tenant-a" },
+      { id: "A2", tenant: "tenant-a" },
+      { id: "A3", tenant: "tenant-a" },
+      { id: "B1", tenant: "tenant-b" },
+    ]);
+    const response = await handler(event, lambdaContext("fair-fn", 30_000));
+    // A FIFO group would hold A2 and A3 back behind A1 (and hide them with it); a tenant does not.
+    expect(ran.sort()).toEqual(["tenant-a:A2", "tenant-a:A3", "tenant-b:B1"]);
+    const a1 = event.Records.find((r) => idOf(r) === "A1")!;
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: a1.messageId }]);
+    // The retry waits through the record's own visibility, set to its backoff.
+    const changes = requests("ChangeMessageVisibilityBatchCommand").flatMap(
+      (i) => i.Entries as { ReceiptHandle: string; VisibilityTimeout: number }[],
+    );
+    expect(changes.map((c) => c.ReceiptHandle)).toEqual([a1.receiptHandle]);
+    expect(changes[0]!.VisibilityTimeout).toBeLessThanOrEqual(600);
+    expect(requests("SendMessageCommand")).toEqual([]);
+  });
+
+  it("on the last receive, a healthy record is requeued (not parked) and a failed one parked, each keeping its tenant", async () => {
+    const q = await queue("fair-last", { maxReceiveCount: 1 });
+    const scope = name("fair-last");
+    // Another invocation holds A2's key: A2 is healthy, it only waits.
+    const other = createDedupStore({ tableName: table, scope, client: ddb, leaseMs: 60_000 });
+    const held = await other.claim("A2");
+    if (held.status !== "claimed") throw new Error(`expected to hold A2, got ${held.status}`);
+    const client = createSqsClient();
+    const requests = sent(client);
+    const ran: string[] = [];
+    const telemetry = recordingTelemetry();
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        if (body.id === "A1") throw new TransientError("A1 fails");
+        ran.push(body.id);
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope },
+        telemetry,
+        sqsClient: client,
+      },
+    );
+    const event = await fairBatch(q, [
+      { id: "A1", tenant: "tenant-a" },
+      { id: "A2", tenant: "tenant-a" },
+      { id: "A3", tenant: "tenant-a" },
+    ]);
+    const response = await handler(event, lambdaContext("fair-fn", 30_000));
+    expect(response.batchItemFailures).toEqual([]);
+    expect(ran).toEqual(["A3"]);
+    // A2 goes back into the queue as a fresh copy, in its tenant, delayed until the holder is done.
+    expect(telemetry.counts[METRIC.requeued]).toBe(1);
+    const copies = requests("SendMessageBatchCommand").flatMap(
+      (i) => i.Entries as { MessageBody: string; MessageGroupId?: string; DelaySeconds: number }[],
+    );
+    expect(copies.map((c) => [idOf({ body: c.MessageBody }), c.MessageGroupId])).toEqual([
+      ["A2", "tenant-a"],
+    ]);
+    expect(copies[0]!.DelaySeconds).toBeGreaterThan(0);
+    // A1 failed on its last receive: parked with its context, in its tenant (so a redrive keeps it).
+    const parks = requests("SendMessageCommand");
+    expect(parks.map((p) => [idOf({ body: p.MessageBody as string }), p.MessageGroupId, p.QueueUrl])).toEqual(
+      [["A1", "tenant-a", q.dlqUrl]],
+    );
+    expect((await drainQueue(sqs, q.dlqUrl)).map((m) => idOf({ body: m.Body! }))).toEqual(["A1"]);
+    await other.release(held.lease);
   });
 });

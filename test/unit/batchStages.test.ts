@@ -224,6 +224,24 @@ describe("answers", () => {
     });
   });
 
+  it("SQS FIFO: the records held back behind a group's failed one are hidden at least as long as it; other groups keep their own", () => {
+    const inGroup = (id: string, group: string) => ({ ...rec(id), group });
+    const plans = [
+      { record: inGroup("a1", "a"), outcome: done("processed") },
+      { record: inGroup("a2", "a"), outcome: unfinished(new TransientError("x"), 30) },
+      { record: inGroup("b1", "b"), outcome: unfinished(new TransientError("y"), 5) },
+      { record: inGroup("a3", "a"), outcome: unfinished(new HeldBackError("behind a2")) },
+      { record: inGroup("b2", "b"), outcome: unfinished(new TransientError("z"), 9) },
+    ];
+    const seconds = (groupOf?: (r: { group: string }) => string) =>
+      sqsAnswer(unfinishedOf(plans), groupOf)
+        .visibility.get("arn:q")!
+        .map((v) => `${v.id}:${v.seconds}`);
+    expect(seconds((r) => r.group)).toEqual(["a2:30", "b1:5", "a3:30", "b2:9"]);
+    // A standard queue (a fair queue's group ids included) has no groups to hold back.
+    expect(seconds()).toEqual(["a2:30", "b1:5", "a3:0", "b2:9"]);
+  });
+
   it("on its last receive a healthy record is requeued (standard) or parked with context (FIFO), a failed one is left alone (issue 14 item 8)", () => {
     const held = unfinished(new InProgressElsewhereError("held"));
     const base = { receiveCount: 5, maxReceiveCount: 5, fifo: false };

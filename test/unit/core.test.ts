@@ -68,6 +68,21 @@ describe("decideRejectedClaim", () => {
     ).toBe("retry");
     expect(decideRejectedClaim(undefined, undefined, now).outcome).toBe("retry");
   });
+  it("a holder that routed the key before is answered with the route, whatever holds it now; others retry", () => {
+    const routed = { ...base, routedBy: ["orders:0:5"], route: "r" };
+    for (const status of ["ROUTED", "IN_PROGRESS"] as const)
+      expect(
+        decideRejectedClaim({ ...routed, status, leaseExpiresAtMs: now + 5 }, undefined, now, "orders:0:5"),
+      ).toEqual({ outcome: "routed", route: "r" });
+    expect(decideRejectedClaim({ ...routed, status: "ROUTED" }, undefined, now, "orders:0:6").outcome).toBe(
+      "retry",
+    );
+    expect(decideRejectedClaim({ ...routed, status: "ROUTED" }, undefined, now).outcome).toBe("retry");
+    // Done is done, for every holder.
+    expect(
+      decideRejectedClaim({ ...routed, status: "COMPLETED" }, undefined, now, "orders:0:5").outcome,
+    ).toBe("duplicate");
+  });
   it("a different payload hash is key reuse", () => {
     expect(decideRejectedClaim({ ...base, status: "COMPLETED", payloadHash: "a" }, "b", now)).toEqual({
       outcome: "key-reuse",

@@ -4,6 +4,7 @@ import "../../lib/kafka/kafkajsRequestQueueFix.ts";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { describe, expect, it } from "vitest";
 import { matchesAnyFilter } from "../../lib/local/runtime/eventFilter.ts";
+import type { DiscardCondition } from "../../lib/local/runtime/failureDestination.ts";
 import {
   type ResolveContext,
   referencedIds,
@@ -12,6 +13,8 @@ import {
 } from "../../lib/local/runtime/intrinsics.ts";
 import { groupError } from "../../lib/local/runtime/kafkaEventSource.ts";
 import { rateMs } from "../../lib/local/runtime/materialise.ts";
+import { newStats } from "../../lib/local/runtime/sqsEventSource.ts";
+import { runStreamBatch, type StreamSource } from "../../lib/local/runtime/streamMapping.ts";
 
 const ctx: ResolveContext = {
   region: "us-east-1",
@@ -135,5 +138,92 @@ describe("Kafka group errors", () => {
     expect(groupError(wrapped(protocolError("OFFSET_METADATA_TOO_LARGE")))).toBeUndefined();
     expect(groupError(new Error("socket hang up"))).toBeUndefined();
     expect(groupError(undefined)).toBeUndefined();
+  });
+});
+
+describe("stream mapping rules (issue 26 item 7: by count, or by a clock the test controls)", () => {
+  /** A plain stream source: records `{ id, at }`, a function that fails while `failing`, the mapping's clock. */
+  function plainSource(options: {
+    maxAge: number;
+    retries: number;
+    now: () => number;
+    failing: () => boolean;
+  }) {
+    const invoked: string[][] = [];
+    const discarded: { ids: string[]; condition: DiscardCondition }[] = [];
+    const source: StreamSource<{ id: string; at: number }> = {
+      mapping: {
+        bisectBatchOnFunctionError: false,
+        maximumRetryAttempts: options.retries,
+        maximumRecordAgeSeconds: options.maxAge,
+        startingPosition: "TRIM_HORIZON",
+        reportBatchItemFailures: true,
+      },
+      stats: newStats(),
+      ageSeconds: (r, nowMs) => (nowMs - r.at) / 1000,
+      now: options.now,
+      async invoke(records) {
+        invoked.push(records.map((r) => r.id));
+        return options.failing()
+          ? {
+              ok: false,
+              requestId: "r",
+              kind: "Unhandled",
+              errorType: "Error",
+              errorMessage: "x",
+              durationMs: 1,
+            }
+          : { ok: true, requestId: "r", value: { batchItemFailures: [] }, durationMs: 1 };
+      },
+      failedIndex: () => -1,
+      async discard(records, condition) {
+        discarded.push({ ids: records.map((r) => r.id), condition });
+        return true;
+      },
+      stopped: () => false,
+      pause: async () => undefined,
+    };
+    return { source, invoked, discarded };
+  }
+
+  it("a record past MaximumRecordAgeInSeconds on the mapping's clock leaves before the next invocation", async () => {
+    let now = 1_000_000;
+    const { source, invoked, discarded } = plainSource({
+      maxAge: 60,
+      retries: -1,
+      now: () => now,
+      // The function fails until the clock has moved past the first record's age; each failed
+      // invocation moves the clock 40 s (the test's clock: no waiting).
+      failing: () => {
+        now += 40_000;
+        return true;
+      },
+    });
+    await runStreamBatch(
+      [
+        { id: "old", at: now - 30_000 },
+        { id: "new", at: now },
+      ],
+      source,
+    );
+    // 1st invocation at age 30/0; then 70/40: "old" leaves; then 80 for "new": it leaves too.
+    expect(invoked).toEqual([["old", "new"], ["new"]]);
+    expect(discarded).toEqual([
+      { ids: ["old"], condition: "RecordAgeExceeded" },
+      { ids: ["new"], condition: "RecordAgeExceeded" },
+    ]);
+  });
+
+  it("without a record age limit the mapping gives up after MaximumRetryAttempts retries, whatever the clock says", async () => {
+    const { source, invoked, discarded } = plainSource({
+      maxAge: -1,
+      retries: 1,
+      now: () => Number.MAX_SAFE_INTEGER,
+      failing: () => true,
+    });
+    await runStreamBatch([{ id: "a", at: 0 }], source);
+    expect(invoked).toEqual([["a"], ["a"]]);
+    expect(discarded).toEqual([{ ids: ["a"], condition: "RetryAttemptsExhausted" }]);
+    expect(source.stats.failed).toBe(1);
   });
 });

@@ -16,7 +16,7 @@ import { type DiscardCondition, invocationRecord, sendToSqsDestination } from ".
 import type { FunctionHost, InvokeResult } from "./functionHost.ts";
 import type { DynamoDbMapping } from "./model.ts";
 import { type EventSource, newStats } from "./sqsEventSource.ts";
-import { runStreamBatch } from "./streamMapping.ts";
+import { runStreamBatch, type StreamClock } from "./streamMapping.ts";
 
 /** Lambda polls each stream shard four times a second. */
 const POLL_INTERVAL_MS = 250;
@@ -58,6 +58,7 @@ export function dynamodbStreamEventSource(
   streams: DynamoDBStreamsClient,
   sqs: SQSClient,
   region: string,
+  clock: StreamClock = {},
 ): EventSource {
   const stats = newStats();
   const abort = new AbortController();
@@ -218,6 +219,7 @@ export function dynamodbStreamEventSource(
       mapping,
       stats,
       ageSeconds: (r, nowMs) => nowMs / 1000 - (r.dynamodb?.ApproximateCreationDateTime ?? nowMs / 1000),
+      ...clock,
       invoke: (records) => host.invoke(mapping.functionName, { Records: records }),
       // An empty, null or unknown identifier fails the whole batch.
       failedIndex: (f, records) => {

@@ -12,7 +12,7 @@ import {
 import type { FunctionHost, InvokeResult } from "./functionHost.ts";
 import type { KafkaMapping } from "./model.ts";
 import { type EventSource, newStats } from "./sqsEventSource.ts";
-import { runStreamBatch } from "./streamMapping.ts";
+import { runStreamBatch, type StreamClock } from "./streamMapping.ts";
 
 /** A record in the MSK event's JSON, for filtering: `value` decoded and parsed when it is JSON. */
 function filterRecord(topic: string, partition: number, m: KafkaMessage): Record<string, unknown> {
@@ -65,6 +65,7 @@ export function kafkaEventSource(
   host: FunctionHost,
   kafka: Kafka,
   sqs: SQSClient,
+  clock: StreamClock = {},
 ): EventSource {
   const stats = newStats();
   const abort = new AbortController();
@@ -163,6 +164,7 @@ export function kafkaEventSource(
       mapping,
       stats,
       ageSeconds: (m, nowMs) => (nowMs - Number(m.timestamp)) / 1000,
+      ...clock,
       invoke: (messages) =>
         host.invoke(mapping.functionName, {
           ...toMskEvent(

@@ -62,6 +62,12 @@ export interface LocalRuntimeOptions {
    * deny it (`denials` lists each one). @default true
    */
   readonly enforceIam?: boolean;
+  /**
+   * The clock the stream mappings (DynamoDB Streams, Kafka) read a record's age by, for
+   * MaximumRecordAgeInSeconds: a test moves it to bring records past their age instead of waiting.
+   * @default Date.now
+   */
+  readonly mappingClock?: () => number;
 }
 
 export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
@@ -348,15 +354,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   );
   const roles = mappingIdentities(options, emulatorEnv, region, brokers, admin, enforcement);
   const eventSources: EventSource[] = [];
+  const clock = options.mappingClock ? { now: options.mappingClock } : {};
   const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
     const c = roles.clientsOf(m.functionName);
     const k = m.kind === "kafka" ? roles.kafkaOf(m.functionName) : undefined;
     return m.kind === "sqs"
       ? sqsEventSource(m, host, c.sqs)
       : m.kind === "dynamodb"
-        ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region)
+        ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region, clock)
         : k
-          ? kafkaEventSource(m, host, k, c.sqs)
+          ? kafkaEventSource(m, host, k, c.sqs, clock)
           : undefined;
   };
   for (const m of app.mappings) {

@@ -25,6 +25,11 @@ export interface StreamSource<M> {
   readonly stats: EventSourceStats;
   /** A record's age in seconds at `nowMs`. */
   ageSeconds(record: M, nowMs: number): number;
+  /**
+   * The clock a record's age is read by (MaximumRecordAgeInSeconds): injectable, so a test brings a
+   * record past its age by moving the clock, not by waiting for it. @default Date.now
+   */
+  readonly now?: () => number;
   /** One synchronous invocation with these records, in the source's event shape. */
   invoke(records: ReadonlyArray<M>): Promise<InvokeResult>;
   /** The index of the record a `batchItemFailures` entry names; -1 when it names none of them. */
@@ -45,6 +50,9 @@ export interface StreamSource<M> {
   stopped(): boolean;
   pause(ms: number): Promise<void>;
 }
+
+/** The clock of a stream source (`StreamSource.now`), as its event source is given it. */
+export type StreamClock = Pick<StreamSource<unknown>, "now">;
 
 interface Work<M> {
   records: M[];
@@ -112,7 +120,7 @@ export async function runStreamBatch<M>(batch: ReadonlyArray<M>, source: StreamS
 async function discardAged<M>(item: Work<M>, source: StreamSource<M>, invokes: number): Promise<boolean> {
   const maxAge = source.mapping.maximumRecordAgeSeconds;
   if (maxAge < 0) return true;
-  const now = Date.now();
+  const now = source.now?.() ?? Date.now();
   const old = item.records.filter((r) => source.ageSeconds(r, now) > maxAge);
   if (old.length === 0) return true;
   if ((await source.discard(old, "RecordAgeExceeded", invokes)) === false) return false;
