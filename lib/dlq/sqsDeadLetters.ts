@@ -33,6 +33,8 @@ import {
 /** An SQS dead letter with its packed failure context unfolded. */
 export interface SqsDeadLetter {
   readonly message: Message;
+  /** The DLQ message's MessageId (what `DeadLetterFilter.ids` selects by). */
+  readonly id: string;
   /** The user's own attributes, as they were before parking. */
   readonly attributes: Record<string, PlainAttribute>;
   readonly context: Record<string, string> | undefined;
@@ -61,6 +63,7 @@ export function toSqsDeadLetter(message: Message): SqsDeadLetter {
   const { attributes, context } = unpackAttributes(plain(message));
   return {
     message,
+    id: message.MessageId ?? "",
     attributes,
     context,
     errorType: errorTypeOf(context?.[CONTEXT_HEADERS.lastError]),
