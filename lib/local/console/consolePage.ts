@@ -60,6 +60,7 @@ export function pageHtml(token: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="console-token" content="${token}">
 <title>reliable-consumers local console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/console.css?token=${token}">
 <script defer src="/assets/console.js?token=${token}"></script>
 </head>

@@ -4,7 +4,7 @@
  * a 400 that says what is wrong.
  */
 import type { KafkaReplayRequest, RedriveRequest } from "./consoleApi.ts";
-import { BadRequest } from "./consoleErrors.ts";
+import { BadRequest, ConsoleNotFound } from "./consoleErrors.ts";
 import { overviewOf } from "./consoleOverview.ts";
 import type { ConsoleParts } from "./consoleServer.ts";
 
@@ -47,10 +47,11 @@ export const readRoutes: readonly Route[] = [
   at("api/queues", (p) => p.queues.summaries()),
   at("api/queues/:name", (p, { params }) => p.queues.detail(params.name!)),
   at("api/functions", (p) => p.functions.summaries()),
-  at("api/functions/:name", (p, { params }) => {
+  at("api/functions/:name", (p, { params, query }) => {
     const series = p.functions.series(params.name!);
-    if (!series) throw new BadRequest(`no function ${params.name}`);
-    return { series, logs: p.sources.telemetry?.lines(params.name) ?? [] };
+    if (!series) throw new ConsoleNotFound(`no function ${params.name}`);
+    // ?logs=0: the series only (the page's refresh; it has the lines from the live stream).
+    return { series, logs: query.get("logs") === "0" ? [] : (p.sources.telemetry?.lines(params.name) ?? []) };
   }),
   at("api/denials", (p) => p.sources.denials?.all() ?? []),
   at("api/outbox", (p) => p.outbox.tables()),
