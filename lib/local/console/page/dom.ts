@@ -1,7 +1,7 @@
 /**
  * The page's one way to make elements: `h(tag, props, ...children)`. Children that are strings
  * become text nodes, so nothing that came from a message (a body, a header, an error) is ever
- * parsed as markup; the page has no innerHTML anywhere (test/unit/consolePage.test.ts holds it).
+ * parsed as markup; nothing in the page sets HTML from a string (test/unit/console.test.ts holds it).
  */
 export type Child = Node | string | number | null | undefined | false | readonly Child[];
 
