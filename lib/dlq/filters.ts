@@ -12,6 +12,7 @@
  */
 export interface DeadLetterFilter {
   readonly errorTypes?: readonly string[];
+  /** Only these dead letters: SQS MessageIds, Kafka `<partition>:<offset>`s (see above). */
   readonly ids?: readonly string[];
   readonly since?: Date;
   readonly until?: Date;
