@@ -1,3 +1,5 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
@@ -201,6 +203,8 @@ beforeAll(async () => {
     assetRoot: ASSET_ROOT,
     stackName: "Console",
     namePrefix: prefix,
+    // Each function's log to a file (not this process's stderr) and to the console.
+    logDir: join(tmpdir(), "console-views-logs"),
     logTee: consoleLogTee(hub),
   });
   served = await consoleForRuntime(runtime, inject("emulatorEnv"), hub, undefined);

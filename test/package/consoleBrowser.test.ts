@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
@@ -53,9 +53,22 @@ beforeAll(async () => {
     recursive: true,
     filter: (src) => !/node_modules|cdk\.out|package-lock\.json/.test(src),
   });
+  // With the optional peer the local IAM enforcement needs, as `local` tells a user to install it.
+  const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+    devDependencies: Record<string, string>;
+  };
+  const iamSimulate = `@cloud-copilot/iam-simulate@${manifest.devDependencies["@cloud-copilot/iam-simulate"]}`;
   run(
     "npm",
-    ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-exact", join(work, filename)],
+    [
+      "install",
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      "--save-exact",
+      join(work, filename),
+      iamSimulate,
+    ],
     app,
   );
   // The installed bin itself (not through npx), so that SIGINT reaches it.
@@ -109,16 +122,16 @@ describe("the local console in Chromium, on examples/consumer-app", () => {
         /export AWS_ENDPOINT_URL_SQS=http:\/\/127\.0\.0\.1:\d+/,
       );
       await page.getByTestId("nav-queues").click();
-      await page.getByTestId("queues").getByText(names.orders, { exact: true }).waitFor();
+      await page.getByTestId("queues").getByText(names.orders, { exact: true }).first().waitFor();
       await page.getByTestId("nav-functions").click();
-      await page.getByTestId("functions").getByText(names.consumer).waitFor();
+      await page.getByTestId("functions").getByText(names.consumer).first().waitFor();
       expect(errors).toEqual([]);
     });
   }, 120_000);
 
   it("shows a poison message in the DLQ with its x-last-error; replay moves it, the counts change and the function's log shows the run", async () => {
     const marker = `poison-${Date.now()}`;
-    await sqs.send(
+    const sentPoison = await sqs.send(
       new SendMessageCommand({ QueueUrl: queueUrl(names.orders), MessageBody: `{"${marker}": <not json` }),
     );
     await withBrowser(async ({ page, errors }) => {
@@ -132,6 +145,16 @@ describe("the local console in Chromium, on examples/consumer-app", () => {
       );
       expect(await card.getByTestId("body").textContent()).toBe(`{"${marker}": <not json`);
       const parkedId = (await card.getByTestId("message-id").textContent())!;
+      // The consumer's log, its WARN lines: how many records it has parked so far.
+      const parkedLines = async () => {
+        await page.goto(at(`#/functions/${names.consumer}`));
+        await page.getByTestId("chart-invocations").locator("canvas").waitFor();
+        await page.getByTestId("log-level").selectOption("WARN");
+        const text = (await page.getByTestId("log-lines").textContent()) ?? "";
+        return text.split("record parked in the dead-letter queue").length - 1;
+      };
+      await expect.poll(parkedLines, { timeout: 30_000 }).toBeGreaterThan(0);
+      const parkedBefore = await parkedLines();
       await page.goto(at("#/functions"));
       const before = Number(await invocations.textContent());
       expect(before).toBeGreaterThan(0);
@@ -147,24 +170,26 @@ describe("the local console in Chromium, on examples/consumer-app", () => {
       await expect
         .poll(() => page.getByTestId("action-result").textContent(), { timeout: 30_000 })
         .toMatch(/^moved 1 of \d+ seen \(1 → /);
-      // Still poison: the consumer runs it again and parks a new copy (a new message, the same x-message-id).
+      // Still poison: the consumer runs it again and parks a new copy (a new message, its context kept).
       const copy = page.getByTestId("message").filter({ hasText: marker }).filter({ hasNotText: parkedId });
       await copy.waitFor({ timeout: 90_000 });
       expect(await page.getByTestId("message").filter({ hasText: parkedId }).count()).toBe(0);
-      const copyId = (await copy.getByTestId("message-id").textContent())!;
+      expect(await copy.getByTestId("failure-context").textContent()).toMatch(
+        /x-last-error\s*InvalidJsonError: /,
+      );
 
       await page.goto(at("#/functions"));
       await expect
         .poll(async () => Number(await invocations.textContent()), { timeout: 30_000 })
         .toBeGreaterThan(before);
-      await page.goto(at(`#/functions/${names.consumer}`));
-      await page.getByTestId("chart-invocations").locator("canvas").waitFor();
-      await page.getByTestId("log-message-id").fill(copyId);
-      await expect
-        .poll(() => page.getByTestId("log-lines").textContent(), { timeout: 30_000 })
-        .toContain("record parked in the dead-letter queue");
-      await page.getByTestId("log-level").selectOption("ERROR");
-      expect(await page.getByTestId("log-lines").textContent()).not.toContain(copyId);
+      // The run is in the function's log: one more record parked, live.
+      await expect.poll(parkedLines, { timeout: 30_000 }).toBeGreaterThan(parkedBefore);
+      await page.getByTestId("log-level").selectOption("");
+      // Filtered by the message's id: its own lines only (the record parked), none of the platform's.
+      await page.getByTestId("log-message-id").fill(sentPoison.MessageId!);
+      const own = (await page.getByTestId("log-lines").textContent())!;
+      expect(own).toContain("record parked in the dead-letter queue");
+      expect(own).not.toContain("START RequestId");
       expect(errors).toEqual([]);
     });
   }, 240_000);

@@ -76,10 +76,13 @@ export function consoleOutbox(app: LocalApp | undefined, clients: ConsoleClients
       );
       return described.filter((n): n is string => n !== undefined);
     })();
-    tables.catch(() => {
+    const asked = tables;
+    // The app's tables are fixed; the bare emulators' may come and go, so they are asked each time.
+    if (!app) tables = undefined;
+    asked.catch(() => {
       tables = undefined;
     });
-    return tables;
+    return asked;
   };
   /** Every outbox event of a table (inbox markers and business items are skipped). */
   const events = async (table: string): Promise<OutboxEventDto[]> => {
