@@ -28,7 +28,6 @@ export function lineChart(
   testid: string,
   at: readonly number[],
   series: readonly ChartSeries[],
-  unit = "",
 ): Chart {
   const el = h("figure", { class: "chart", testid }, h("figcaption", {}, title));
   const plot = new uPlot(
@@ -36,7 +35,7 @@ export function lineChart(
       width: 460,
       height: 180,
       scales: { x: { time: true } },
-      axes: [{}, { size: 64, values: (_u, ticks) => ticks.map((t) => `${t}${unit}`) }],
+      axes: [{}, { size: 56 }],
       series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: false }))],
       legend: { show: true },
     },

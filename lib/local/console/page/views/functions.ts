@@ -115,7 +115,7 @@ export const functionView: ViewFactory = async (el, { params }) => {
   const s = chartSeries(first.series);
   const charts: Chart[] = [
     lineChart("Invocations and errors", "chart-invocations", first.series.at, s.calls),
-    lineChart("Duration", "chart-duration", first.series.at, s.duration, " ms"),
+    lineChart("Duration (ms)", "chart-duration", first.series.at, s.duration),
     lineChart("Batch outcomes (records)", "chart-outcomes", first.series.at, s.outcomes),
   ];
   const stream = logStream(first.logs);
