@@ -10,6 +10,8 @@ const HEAVY = [
   "test/integration/localRuntimeMain.test.ts",
   // packs, installs, synthesizes and runs the example app: minutes of CPU.
   "test/package/consumerApp.test.ts",
+  // the same, with the local console in Chromium.
+  "test/package/consoleBrowser.test.ts",
 ];
 
 /**

@@ -21,6 +21,14 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
+import {
+  CONSOLE_ARGS,
+  consoleForRuntime,
+  consoleLogTee,
+  consolePort,
+  createTelemetryHub,
+  type LocalConsole,
+} from "../lib/local/console/localConsole.ts";
 import { kafkaSubstrateFromArgs, startEmulators } from "../lib/local/emulators.ts";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "../lib/local/runtime/localRuntime.ts";
 import { synthesize } from "../lib/local/runtime/synth.ts";
@@ -92,13 +100,14 @@ function cliOptions() {
       verbose: { type: "boolean", default: false },
       kafka: { type: "string", default: "real" },
       "enforce-iam": { type: "boolean", default: true },
+      ...CONSOLE_ARGS,
       help: { type: "boolean", default: false },
     },
     allowNegative: true,
   });
   if (values.help) {
     log(
-      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam]",
+      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam] [--console-port N] [--no-console]",
     );
     return undefined;
   }
@@ -155,6 +164,35 @@ function verdict(result: ReturnType<typeof scenarioResult>, runtime: LocalRuntim
   return result.lost === 0 && result.duplicateEffects === 0 && result.denials === 0;
 }
 
+/**
+ * The runtime on the synthesized app, with the one local overlay (the payment consumer calls the
+ * local provider, like `sam local --env-vars`), and the local console over it unless --no-console.
+ */
+async function runtimeAndConsole(
+  values: NonNullable<ReturnType<typeof cliOptions>>["values"],
+  cdkOut: string,
+  logDir: string,
+  providerUrl: string,
+  emulatorEnv: Record<string, string>,
+): Promise<{ runtime: LocalRuntime; served: LocalConsole | undefined }> {
+  const hub = values.console ? createTelemetryHub() : undefined;
+  const runtime = await startLocalRuntime({
+    cdkOut,
+    logDir,
+    envOverrides: { "/payment-consumer/": { PAYMENT_GATEWAY_URL: providerUrl } },
+    enforceIam: values["enforce-iam"],
+    ...(hub ? { logTee: consoleLogTee(hub) } : {}),
+    ...(values["max-environments"] ? { maxEnvironmentsPerFunction: Number(values["max-environments"]) } : {}),
+  });
+  try {
+    const served = hub ? await consoleForRuntime(runtime, emulatorEnv, hub, consolePort(values)) : undefined;
+    return { runtime, served };
+  } catch (error) {
+    await runtime.stop();
+    throw error;
+  }
+}
+
 /** Starts the emulators, then synthesizes the CDK app (unless `--cdk-out` names one). */
 async function emulatorsAndApp(values: { kafka: string; "cdk-out"?: string | undefined }, runDir: string) {
   log(
@@ -204,7 +242,9 @@ async function main(): Promise<number> {
   });
   const provider = await startPaymentProvider(ddb);
   let runtime: LocalRuntime | undefined;
+  let served: LocalConsole | undefined;
   const shutdown = async () => {
+    await served?.stop();
     await runtime?.stop();
     await provider.stop();
     ddb.destroy();
@@ -219,23 +259,16 @@ async function main(): Promise<number> {
       ),
     ]);
   try {
-    runtime = await startLocalRuntime({
-      cdkOut,
-      logDir,
-      // The reference payment consumer calls a provider when PAYMENT_GATEWAY_URL is set (a local overlay, like `sam local --env-vars`).
-      envOverrides: { "/payment-consumer/": { PAYMENT_GATEWAY_URL: provider.url } },
-      enforceIam: values["enforce-iam"],
-      ...(values["max-environments"]
-        ? { maxEnvironmentsPerFunction: Number(values["max-environments"]) }
-        : {}),
-    });
+    ({ runtime, served } = await runtimeAndConsole(values, cdkOut, logDir, provider.url, emulators.env));
     for (const line of formatReport(runtime.app)) log(line);
     log(
       `  - payment-consumer: PAYMENT_GATEWAY_URL=${provider.url} (local payment provider, charges stored in ${provider.tableName})`,
     );
     const targets = scenarioTargets(runtime);
     const setupMs = Date.now() - started;
-    log(`local: ready in ${(setupMs / 1000).toFixed(1)} s; function logs in ${logDir}`);
+    log(
+      `local: ready in ${(setupMs / 1000).toFixed(1)} s; function logs in ${logDir}${served ? `; console ${served.url}` : ""}`,
+    );
 
     const t0 = Date.now();
     const since = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s`;

@@ -8,7 +8,9 @@
 #
 # - Debian packages, only the missing ones: a JDK 17 (DynamoDB Local, Kafka and their launchers),
 #   Maven (fetches Apache Kafka from Maven Central), kcat (the librdkafka mock, the default Kafka of
-#   `npm run local` / `npm run emulators`), python3-venv (the Python tools' virtual environment).
+#   `npm run local` / `npm run emulators`), python3-venv (the Python tools' virtual environment),
+#   chromium (the local console's browser tests drive Debian's build with playwright-core: browser
+#   downloads do not work here).
 #   As root through apt-get; otherwise through sudo when there is one; else it prints the command.
 # - npm packages from the lockfile, when node_modules is missing or older than package-lock.json.
 # - cfn-lint and moto's server (requirements-test.txt, pinned) in the project's own virtual
@@ -26,6 +28,7 @@ missing=()
 command -v mvn >/dev/null || missing+=(maven)
 command -v kcat >/dev/null || missing+=(kcat)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 if ((${#missing[@]})); then
   sudo=""
   if [[ $(id -u) -ne 0 ]]; then
@@ -36,7 +39,7 @@ if ((${#missing[@]})); then
     if command -v apt-get >/dev/null 2>&1; then
       echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
     else
-      echo "  a JDK 17+ (java and javac), Maven, kcat and Python 3 with venv from your package manager" >&2
+      echo "  a JDK 17+ (java and javac), Maven, kcat, Python 3 with venv and Chromium from your package manager" >&2
       echo "  (macOS: brew install openjdk@17 maven kcat python)" >&2
     fi
     exit 1

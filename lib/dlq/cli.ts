@@ -6,6 +6,7 @@
  *   redrive  --queue <dlq-url> [--to <queue-url>] [--no-move-task] [--limit n]
  *
  *   filters (all commands): --error-type <Type> (repeatable) --since <ISO time> --until <ISO time>
+ *                           --id <id> (repeatable: an SQS MessageId, a Kafka <partition>:<offset>)
  *   moves:                  --dry-run   count what would move, move nothing
  *
  * Connection settings come from the environment, like the functions: KAFKA_BROKERS, MSK_IAM_AUTH,
@@ -26,7 +27,8 @@ const USAGE = `usage: npm run dlq -- <inspect|replay|redrive> [options]
   inspect  --topic <topic>.DLQ | --queue <dlq-url>
   replay   --topic <topic>.DLQ [--to-topic <topic>] [--ledger-table <table> | --no-ledger] [--limit <n>] [--dry-run]
   redrive  --queue <dlq-url> [--to <queue-url>] [--no-move-task] [--limit <n>] [--dry-run]
-  filters: --error-type <Type> (repeatable)  --since <ISO time>  --until <ISO time>`;
+  filters: --error-type <Type> (repeatable)  --since <ISO time>  --until <ISO time>
+           --id <SQS MessageId | Kafka partition:offset> (repeatable)`;
 
 function time(value: string | undefined, flag: string): Date | undefined {
   if (value === undefined) return undefined;
@@ -46,6 +48,7 @@ function parse(argv: string[]) {
       to: { type: "string" },
       "to-topic": { type: "string" },
       "error-type": { type: "string", multiple: true },
+      id: { type: "string", multiple: true },
       since: { type: "string" },
       until: { type: "string" },
       limit: { type: "string" },
@@ -64,6 +67,7 @@ function filterOf(values: ReturnType<typeof parse>["values"]): DeadLetterFilter 
   const until = time(values.until, "--until");
   return {
     ...(values["error-type"]?.length ? { errorTypes: values["error-type"] } : {}),
+    ...(values.id?.length ? { ids: values.id } : {}),
     ...(since ? { since } : {}),
     ...(until ? { until } : {}),
   };

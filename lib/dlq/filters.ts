@@ -6,9 +6,14 @@
  *   is `unknown`.
  * - `since` / `until`: when the message was dead-lettered (the DLQ record's timestamp, or SQS
  *   SentTimestamp), inclusive / exclusive.
+ * - `ids`: these dead letters only: an SQS DLQ message's MessageId, a Kafka dead letter's
+ *   `<partition>:<offset>` (with `#<i>` for the records after the first of a document Lambda
+ *   wrote, as `KafkaDeadLetter.id` has it).
  */
 export interface DeadLetterFilter {
   readonly errorTypes?: readonly string[];
+  /** Only these dead letters: SQS MessageIds, Kafka `<partition>:<offset>`s (see above). */
+  readonly ids?: readonly string[];
   readonly since?: Date;
   readonly until?: Date;
 }
@@ -26,15 +31,16 @@ export function errorTypeOf(lastError: string | undefined): string {
 
 /** Whether a filter selects anything less than every dead letter. */
 export function isFiltering(filter: DeadLetterFilter): boolean {
-  return Boolean(filter.errorTypes?.length || filter.since || filter.until);
+  return Boolean(filter.errorTypes?.length || filter.ids?.length || filter.since || filter.until);
 }
 
 /** Whether a dead letter matches a filter. */
 export function matchesFilter(
   filter: DeadLetterFilter,
-  letter: { readonly errorType: string; readonly deadLetteredAtMs: number },
+  letter: { readonly errorType: string; readonly deadLetteredAtMs: number; readonly id?: string },
 ): boolean {
   if (filter.errorTypes?.length && !filter.errorTypes.includes(letter.errorType)) return false;
+  if (filter.ids?.length && (letter.id === undefined || !filter.ids.includes(letter.id))) return false;
   if (filter.since && letter.deadLetteredAtMs < filter.since.getTime()) return false;
   if (filter.until && letter.deadLetteredAtMs >= filter.until.getTime()) return false;
   return true;

@@ -31,6 +31,8 @@ export interface KafkaDeadLetter {
   readonly writtenBy: "consumer" | "lambda";
   /** The record's place in Lambda's failure document (0 for the consumer's letters). */
   readonly index: number;
+  /** `<partition>:<offset>`, `#<index>` added inside a Lambda document: what `DeadLetterFilter.ids` selects by. */
+  readonly id: string;
   /** When it was dead-lettered (the DLQ record's timestamp). */
   readonly deadLetteredAtMs: number;
   readonly errorType: string;
@@ -58,6 +60,7 @@ export function toDeadLetters(topic: string, partition: number, message: KafkaMe
         ...at,
         writtenBy: "consumer",
         index: 0,
+        id: `${partition}:${message.offset}`,
         errorType: errorTypeOf(lastError),
         lastError,
         originalTopic: header(message, CONTEXT_HEADERS.originalTopic),
@@ -81,6 +84,7 @@ export function toDeadLetters(topic: string, partition: number, message: KafkaMe
       ...at,
       writtenBy: "lambda" as const,
       index,
+      id: `${partition}:${message.offset}${index > 0 ? `#${index}` : ""}`,
       errorType: errorTypeOf(lastError),
       lastError,
       originalTopic: header(original, CONTEXT_HEADERS.originalTopic),
@@ -319,9 +323,7 @@ export async function replayKafkaDeadLetters(
         let lease: Lease | undefined;
         if (ledger) {
           // One ledger entry per record: a Lambda document may hold several.
-          const claim = await ledger.claim(
-            `${letter.partition}:${letter.offset}${letter.index > 0 ? `#${letter.index}` : ""}`,
-          );
+          const claim = await ledger.claim(letter.id);
           if (claim.status !== "claimed") {
             alreadyReplayed++;
             progress.skipped++;

@@ -33,6 +33,8 @@ import {
 /** An SQS dead letter with its packed failure context unfolded. */
 export interface SqsDeadLetter {
   readonly message: Message;
+  /** The DLQ message's MessageId (what `DeadLetterFilter.ids` selects by). */
+  readonly id: string;
   /** The user's own attributes, as they were before parking. */
   readonly attributes: Record<string, PlainAttribute>;
   readonly context: Record<string, string> | undefined;
@@ -61,6 +63,7 @@ export function toSqsDeadLetter(message: Message): SqsDeadLetter {
   const { attributes, context } = unpackAttributes(plain(message));
   return {
     message,
+    id: message.MessageId ?? "",
     attributes,
     context,
     errorType: errorTypeOf(context?.[CONTEXT_HEADERS.lastError]),
@@ -345,7 +348,9 @@ async function moveLetters(
  * SendMessageBatch); a failed send leaves it in the DLQ, visible again after the timeout. The user's
  * own attributes are restored and the failure context kept, with `x-message-id` readable by the
  * consumer (`redrivenAttributes`). FIFO destinations get the message's group and its DLQ message id
- * as deduplication id, so a send retried after a crash is not doubled.
+ * as deduplication id, so a send retried after a crash is not doubled. Only what the DLQ held
+ * when the redrive began moves: a copy parked again meanwhile (SentTimestamp from then on; a clock
+ * of ours behind SQS's leaves such a message for the next run, never loses it) stays where it is.
  */
 export async function redriveSqsDeadLetters(
   sqs: SQSClient,
@@ -362,6 +367,7 @@ export async function redriveSqsDeadLetters(
     if (viaTask) return viaTask;
   }
   const resolve = urlResolver(sqs);
+  const startedAt = Date.now();
   const progress = { total: 0, seen: 0, moved: 0, skipped: 0, failed: 0 };
   let noDestination = 0;
   const byDestination: Record<string, number> = {};
@@ -374,6 +380,12 @@ export async function redriveSqsDeadLetters(
       async (batch) => {
         const perDestination = new Map<string, SqsDeadLetter[]>();
         for (const l of batch) {
+          // Parked again while we redrive (a poison message the consumer parks at once): held until
+          // the end, not moved once more, or the redrive would chase its own copies round the loop.
+          if (l.deadLetteredAtMs >= startedAt) {
+            leaveInPlace.push(l.message);
+            continue;
+          }
           progress.seen++;
           if (options.filter && !matchesFilter(options.filter, l)) {
             progress.skipped++;

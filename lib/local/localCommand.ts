@@ -11,6 +11,16 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { parseArgs } from "node:util";
+import {
+  CONSOLE_ARGS,
+  CONSOLE_USAGE,
+  consoleForRuntime,
+  consoleLogTee,
+  consolePort,
+  createTelemetryHub,
+  type LocalConsole,
+  type TelemetryHub,
+} from "./console/localConsole.ts";
 import { kafkaSubstrateFromArgs, startEmulators } from "./emulators.ts";
 import { assertPrerequisites } from "./prerequisites.ts";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "./runtime/localRuntime.ts";
@@ -36,7 +46,8 @@ export const LOCAL_USAGE = `usage: reliable-consumers local [--app "<command>" |
   --endpoint-url <url>  create the resources on emulators you run already (LocalStack: http://localhost:4566)
                       instead of ours, for every AWS service; AWS_ENDPOINT_URL_SQS, _DYNAMODB, _DYNAMODB_STREAMS
                       and AWS_ENDPOINT_URL do so per service, as for the AWS CLI; the rest stay embedded
-  --kafka-brokers <host:port,...>  a Kafka you run instead of our Kafka mock`;
+  --kafka-brokers <host:port,...>  a Kafka you run instead of our Kafka mock
+${CONSOLE_USAGE}`;
 
 const SHUTDOWN_BOUND_MS = 15_000;
 
@@ -123,6 +134,7 @@ function parseLocalArgs(argv: string[]) {
       quiet: { type: "boolean", default: false },
       "endpoint-url": { type: "string" },
       "kafka-brokers": { type: "string" },
+      ...CONSOLE_ARGS,
       help: { type: "boolean", short: "h", default: false },
     },
     allowNegative: true,
@@ -173,16 +185,35 @@ async function synthesizeOrExit(a: {
   }
 }
 
+/** The console over the running app (`--no-console`: none), its URL printed with the endpoints. */
+async function consoleOrNone(
+  runtime: LocalRuntime,
+  emulatorEnv: Record<string, string>,
+  hub: TelemetryHub | undefined,
+  port: number | undefined,
+): Promise<LocalConsole | undefined> {
+  if (!hub) return undefined;
+  const served = await consoleForRuntime(runtime, emulatorEnv, hub, port);
+  log(`Console (open it in a browser; the token in it is asked on every request): ${served.url}`);
+  return served;
+}
+
 /** Prints what is running, streams until Ctrl-C, then lists the calls that were denied. */
-async function runUntilSignal(runtime: LocalRuntime, emulatorEnv: Record<string, string>, logDir: string) {
+async function runUntilSignal(
+  runtime: LocalRuntime,
+  emulatorEnv: Record<string, string>,
+  logDir: string,
+  served: LocalConsole | undefined,
+) {
   for (const line of formatReport(runtime.app)) log(line);
   // The tools' endpoints are the gateway's: the queue URLs it hands out resolve, and the quotas hold.
   for (const line of describeRuntime(runtime, { ...emulatorEnv, ...runtime.enforcement.runtimeEnv }, logDir))
     log(line);
+  const at = served ? `; console ${served.url}` : "";
   log(
     runtime.enforcement.enforceIam
-      ? "local: ready; each function acts as its role (a call its policies do not allow is denied, as on AWS)"
-      : "local: ready; IAM is not enforced (--no-enforce-iam)",
+      ? `local: ready${at}; each function acts as its role (a call its policies do not allow is denied, as on AWS)`
+      : `local: ready${at}; IAM is not enforced (--no-enforce-iam)`,
   );
   await untilSignal();
   log("local: stopping...");
@@ -210,6 +241,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const context = parseContext(values.context);
+  const port = consolePort(values);
   const kafka = kafkaSubstrateFromArgs(["--kafka", values.kafka]);
   const upstreams = await upstreamsOrExit(values);
   if (upstreams === undefined) return 3;
@@ -231,18 +263,27 @@ export async function localCommand(argv: string[]): Promise<number> {
   log(`local: ${describeUpstreams(upstreams).join("; ")}; starting the embedded ones...`);
   const emulators = await startEmulators({ upstreams, kafka });
   let runtime: LocalRuntime | undefined;
+  let served: LocalConsole | undefined;
+  // Before the runtime, so the console reads every function's log from its first line.
+  const hub = values.console ? createTelemetryHub() : undefined;
+  const terminal = values.quiet
+    ? undefined
+    : (fn: { name: string }) => prefixedLines(fn.name, process.stdout);
+  const logTee = hub ? consoleLogTee(hub, terminal) : terminal;
   try {
     runtime = await startLocalRuntime({
       cdkOut,
       ...(values.stack ? { stackName: values.stack } : {}),
       logDir,
-      ...(values.quiet ? {} : { logTee: (fn) => prefixedLines(fn.name, process.stdout) }),
+      ...(logTee ? { logTee } : {}),
       enforceIam: values["enforce-iam"],
     });
-    await runUntilSignal(runtime, emulators.env, logDir);
+    served = await consoleOrNone(runtime, emulators.env, hub, port);
+    await runUntilSignal(runtime, emulators.env, logDir, served);
     return 0;
   } finally {
     const stopped = (async () => {
+      await served?.stop();
       await runtime?.stop();
       await emulators.stop();
     })();

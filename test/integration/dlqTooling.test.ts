@@ -432,6 +432,22 @@ describe("SQS DLQ: inspect and redrive", () => {
     expect(arrived[5]!.attrs).toEqual({ tenant: "t6" }); // no context to keep
   });
 
+  it("a redrive whose copies come straight back to the DLQ (a poison message parked again at once) moves each message once and ends", async () => {
+    const dlq = await queue("loop-dlq");
+    for (const n of ["p1", "p2", "p3"])
+      await client.send(
+        new SendMessageCommand({
+          QueueUrl: dlq.url,
+          MessageBody: n,
+          MessageAttributes: toSdkAttributes(packAttributes({}, { "x-last-error": "InvalidJsonError: bad" })),
+        }),
+      );
+    // The DLQ as the destination stands in for a consumer that parks each copy again the moment it arrives.
+    const result = await redriveSqsDeadLetters(client, dlq.url, { toQueueUrl: dlq.url, useMoveTask: false });
+    expect(result).toMatchObject({ moved: 3, failed: 0, seen: 3 });
+    expect((await drain(dlq.url)).map((a) => a.body)).toEqual(["p1", "p2", "p3"]);
+  });
+
   it("redrive to a named queue uses SQS's own StartMessageMoveTask where the endpoint has it, receive-send-delete where not; nothing lost", async () => {
     const dlq = await queue("moved-dlq");
     // A real redrive source: SQS (and LocalStack) start a move task only from a queue that is some

@@ -94,6 +94,20 @@ describe("reliable-consumers local on an app that cannot run", () => {
     expect(kafka.stderr).toContain("Kafka at 127.0.0.1:9 (--kafka-brokers) does not answer");
   });
 
+  it("lists the console's flags, and refuses a --console-port that is no port before synthesizing anything", () => {
+    const help = local(dir, ["--help"]);
+    expect(help.status).toBe(0);
+    expect(help.stderr).toContain("--console-port <n>");
+    expect(help.stderr).toContain("--no-console");
+    const app = join(dir, "bad-port");
+    mkdirSync(app);
+    writeFileSync(join(app, "cdk.json"), JSON.stringify({ app: `node -e "process.exit(1)"` }));
+    const r = local(app, ["--console-port", "70000"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("--console-port 70000: not a port");
+    expect(r.stderr).not.toMatch(/synthesizing|starting/);
+  });
+
   it("says what to give when there is no app", () => {
     const r = local(dir, []);
     expect(r.status).toBe(2);

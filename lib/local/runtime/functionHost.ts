@@ -48,6 +48,9 @@ export interface FunctionHostOptions {
   readonly onCrash?: (fn: LocalFunction, environmentId: string, reason: string, event: unknown) => void;
 }
 
+/** Sees each invocation once it has ended: the function, the event it was given, and its result. */
+export type InvocationObserver = (fn: LocalFunction, event: unknown, result: InvokeResult) => void;
+
 /** An environment running an invocation now (see `FunctionHost.busyEnvironments`). */
 export interface BusyEnvironment {
   readonly id: string;
@@ -117,6 +120,7 @@ export class FunctionHost {
   readonly #pools = new Map<string, Pool>();
   readonly #options: FunctionHostOptions;
   readonly #streams: WriteStream[] = [];
+  readonly #observers = new Set<InvocationObserver>();
   #stopped = false;
 
   constructor(functions: readonly LocalFunction[], options: FunctionHostOptions) {
@@ -202,6 +206,12 @@ export class FunctionHost {
     return out;
   }
 
+  /** Called after each invocation with its event and result (the local console's trace). @returns unsubscribe */
+  observeInvocations(observer: InvocationObserver): () => void {
+    this.#observers.add(observer);
+    return () => this.#observers.delete(observer);
+  }
+
   /** Invocations running now, all functions. */
   inFlight(): number {
     let n = 0;
@@ -271,6 +281,7 @@ export class FunctionHost {
             durationMs,
           };
       this.#options.onInvoke?.(pool.fn, result);
+      for (const observe of this.#observers) observe(pool.fn, event, result);
       return result;
     } finally {
       pool.inFlight--;
