@@ -96,6 +96,7 @@ export interface SideResult {
   ddbRequests: number;
   ddbRequestsPerNewMessage: number;
   writeUnitsPerNewMessage: number;
+  readUnitsPerNewMessage: number;
   byCommand: Record<string, number>;
 }
 
@@ -140,6 +141,7 @@ async function runSide(
     ddbRequests: count.requests,
     ddbRequestsPerNewMessage: round(count.requests / unique, 3),
     writeUnitsPerNewMessage: round(count.writeUnits / unique, 3),
+    readUnitsPerNewMessage: round(count.readUnits / unique, 3),
     byCommand: count.byCommand,
   };
 }
