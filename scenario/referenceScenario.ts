@@ -374,8 +374,9 @@ export async function census(args: {
   const stored = new Set(orderItems.map((i) => i.orderId?.S ?? ""));
   const outboxItems = await scanAll(ddb, {
     TableName: targets.appTable,
-    FilterExpression: "begins_with(pk, :o)",
-    ExpressionAttributeValues: { ":o": { S: "OUTBOX#" } },
+    // Events only: each aggregate also has its head item (`HEAD`, lib/outbox/aggregateHeads.ts).
+    FilterExpression: "begins_with(pk, :o) AND begins_with(sk, :e)",
+    ExpressionAttributeValues: { ":o": { S: "OUTBOX#" }, ":e": { S: "EVENT#" } },
     ProjectionExpression: "eventId, aggregateId, pending",
   });
   const eventsPerOrder = new Map<string, Set<string>>();
