@@ -122,7 +122,7 @@ function justBefore(sk: string): string {
   return `${sk.slice(0, -1)}${String.fromCharCode(last - 1)}\uffff`;
 }
 
-/** `predecessorState` for many keys (one per aggregate), a bounded number at a time. */
+/** `predecessorState` for many keys, a bounded number at a time; the answers keyed by `pk` NUL `sk`. */
 export async function predecessorStates(
   client: DynamoDBClient,
   tableName: string,
