@@ -208,17 +208,33 @@ function follows<T>(before: OrderedEvent<T>, e: OrderedEvent<T>): boolean {
   return !!before.position && !!e.position && e.position.seq === before.position.seq + 1;
 }
 
-/** The order check of one table: chains, gates, the reads where order is in doubt. */
+/** The order check of one table. */
 export interface OrderCheck {
   chains<T>(events: ReadonlyArray<OrderedEvent<T>>): Promise<AggregateChain<T>[]>;
 }
 
+/** Options of `createOrderCheck`. */
+export interface OrderCheckOptions {
+  /** The relay's cache; none: every first event of an aggregate in a batch reads. */
+  readonly published?: PublishedSequences | undefined;
+  /**
+   * Whether the table may hold events written without numbers: then an aggregate's first numbered
+   * event reads the newest older one (a Query). `false`: it has no predecessor, no read. @default true
+   */
+  readonly unnumberedEvents?: boolean;
+  /** Queries in flight at once. @default AGGREGATE_ORDER_DEFAULTS.concurrency */
+  readonly concurrency?: number;
+}
+
+/** The order check of one table (relay and sweeper): chains, gates, the reads where order is in doubt. */
 export function createOrderCheck(
   client: DynamoDBClient,
   tableName: string,
-  published: PublishedSequences | undefined,
-  concurrency: number = AGGREGATE_ORDER_DEFAULTS.concurrency,
+  options: OrderCheckOptions = {},
 ): OrderCheck {
+  const { published, unnumberedEvents = true, concurrency = AGGREGATE_ORDER_DEFAULTS.concurrency } = options;
+  /** An aggregate's first numbered event, in a table that holds only numbered ones: nothing before it. */
+  const first = (e: OrderedEvent<unknown>) => !unnumberedEvents && e.position?.seq === 1;
   const names = { "#pk": A.pk, "#sk": A.sk, "#pending": A.pending, "#parked": A.parkedAt };
   const read = createConsistentReader(client, tableName, (k) => `${k[A.pk]?.S}\u0000${k[A.sk]?.S}`, {
     projection: "#pk, #sk, #pending, #parked",
@@ -253,9 +269,8 @@ export function createOrderCheck(
         c.events.map((e, i) => {
           if (i > 0) return follows(c.events[i - 1]!, e) ? { kind: "follows" } : undefined;
           const seq = e.position?.seq;
-          return seq !== undefined && published?.get(c.pk) === seq - 1
-            ? { kind: "clear", read: false }
-            : undefined;
+          const known = seq !== undefined && (published?.get(c.pk) === seq - 1 || first(e));
+          return known ? { kind: "clear", read: false } : undefined;
         }),
       );
       const doubtful = chains.flatMap((c, ci) =>

@@ -71,6 +71,14 @@ export interface OutboxRelayOptions {
    * predecessor once. @default AGGREGATE_ORDER_DEFAULTS.cachedAggregates (10 000)
    */
   readonly aggregateCache?: number | false;
+  /**
+   * Whether the table may hold outbox events written without numbers (`aggregateSequence: false`,
+   * or a version before numbering): then an aggregate's first numbered event reads the newest older
+   * event (a Query), so it cannot overtake one still pending or parked. `false` for a table that
+   * never had such writers: a first event has no predecessor, no read.
+   * @default OUTBOX_UNNUMBERED_EVENTS !== "false" (true)
+   */
+  readonly unnumberedEvents?: boolean;
   readonly now?: () => number;
 }
 
@@ -177,11 +185,12 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     options.aggregateCache === false
       ? undefined
       : createPublishedSequences(options.aggregateCache ?? AGGREGATE_ORDER_DEFAULTS.cachedAggregates);
+  const unnumberedEvents = options.unnumberedEvents ?? process.env[OUTBOX_ENV.unnumberedEvents] !== "false";
   const checks = new Map<string, OrderCheck>();
   const checkFor = (table: string) => {
     let check = checks.get(table);
     if (!check) {
-      check = createOrderCheck(client, table, published);
+      check = createOrderCheck(client, table, { published, unnumberedEvents });
       checks.set(table, check);
     }
     return check;

@@ -40,6 +40,8 @@ export interface OutboxSweeperOptions {
   readonly batchSize?: number;
   /** Must equal the writers' pendingShards. @default 8 */
   readonly pendingShards?: number;
+  /** As the relay's (`OutboxRelayOptions.unnumberedEvents`). @default OUTBOX_UNNUMBERED_EVENTS !== "false" (true) */
+  readonly unnumberedEvents?: boolean;
   /** @default OUTBOX_PARKING_QUEUE_URL */
   readonly parkingQueueUrl?: string;
   readonly sqs?: SQSClient;
@@ -187,7 +189,9 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
     return { pendingCount, oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, t - oldest) };
   };
 
-  const orderCheck = createOrderCheck(client, tableName, undefined);
+  const orderCheck = createOrderCheck(client, tableName, {
+    unnumberedEvents: options.unnumberedEvents ?? process.env[OUTBOX_ENV.unnumberedEvents] !== "false",
+  });
 
   /**
    * Per aggregate in its own order (the sequence numbers, else the UUIDv7 sort keys), aggregates
