@@ -199,6 +199,52 @@ describe("numbered events (aggregateSequence)", () => {
     relayClient.destroy();
   });
 
+  it("a first numbered event reads older unnumbered ones unless the table never had any (unnumberedEvents)", async () => {
+    const { table, streamArn } = await appTable("upgrade");
+    const capture = recorder(streamArn);
+    const fifo = await fifoQueue("upgrade");
+    // Before the upgrade: an unnumbered writer's event, never published (the mapping gave up on it).
+    const old = createInboxOutbox({
+      tableName: table,
+      scope: "seq",
+      client: ddb,
+      defaultDestination: `sqs:${fifo}`,
+      aggregateSequence: false,
+    });
+    await old.run(envelopeOf("U1", {}), (tx) => {
+      tx.publish({ aggregateType: "acct", aggregateId: "A", eventType: "E", payload: "U1" });
+    });
+    await capture();
+    const write = writer(table, `sqs:${fifo}`);
+    await write("A1", "A", "A1"); // seq 1 of A
+    await write("B1", "B", "B1"); // seq 1 of B
+    const batch = batchOf(await capture());
+    const relay = createOutboxRelay({
+      tableName: table,
+      client: ddb,
+      publisher: createOutboxPublisher({ sqs }),
+    });
+    await relay.handler(batch);
+    // The default reads before each first event: A1 waits behind U1; B1 goes.
+    expect(relay.lastReport).toMatchObject({ published: 1, deferred: 1, orderReads: 2 });
+    expect(await bodies(fifo)).toEqual(["B1"]);
+    // A table that never had unnumbered writers: a first event has nothing before it, no read.
+    const { table: fresh, streamArn: freshArn } = await appTable("fresh");
+    const freshCapture = recorder(freshArn);
+    const freshWrite = writer(fresh, `sqs:${fifo}`);
+    await freshWrite("C1", "C", "C1");
+    await freshWrite("C2", "C", "C2");
+    const trusting = createOutboxRelay({
+      tableName: fresh,
+      client: ddb,
+      publisher: createOutboxPublisher({ sqs }),
+      unnumberedEvents: false,
+    });
+    await trusting.handler(batchOf(await freshCapture()));
+    expect(trusting.lastReport).toMatchObject({ published: 2, deferred: 0, orderReads: 0 });
+    expect(await bodies(fifo)).toEqual(["C1", "C2"]);
+  });
+
   it("concurrent invocations in one container share the cache and never let an event overtake its predecessor", async () => {
     const { table, streamArn } = await appTable("concurrent");
     const capture = recorder(streamArn);
