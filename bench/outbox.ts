@@ -6,10 +6,12 @@
  * the substrates' ceiling (bench/ceilings.ts) the relay reaches.
  *
  * Variants, side by side, each on a DynamoDB Local of its own:
- * - `numbered` (the default unit of work): events numbered per aggregate, the relay's cache of what
- *   it published, reads only where the order is in doubt;
  * - `unnumbered` (`aggregateSequence: false`, the relay before issue 24): a Query per aggregate per batch;
- * - `cold` (numbered, `aggregateCache: false`): a BatchGetItem of each aggregate's predecessor per
+ * - `numbered` (the defaults): events numbered per aggregate, the relay's cache of what it
+ *   published, reads only where the order is in doubt, and a Query before an aggregate's first
+ *   event (the table may hold unnumbered ones: `unnumberedEvents` true);
+ * - `fresh` (numbered, `unnumberedEvents: false`, as the reference stack): a first event reads nothing;
+ * - `cold` (fresh, `aggregateCache: false`): a BatchGetItem of each aggregate's predecessor per
  *   batch, the read a cold container makes (the Query-vs-BatchGetItem measurement of issue 24 item 2).
  *
  * `runOutboxBench()` expects the emulators' AWS_* / KAFKA_BROKERS variables in process.env
@@ -55,15 +57,15 @@ const AGGREGATES = 400;
 const WRITE_CONCURRENCY = 16;
 
 type Kind = "sqs" | "sqsFifo" | "kafka";
-type Variant = "numbered" | "unnumbered" | "cold";
+type Variant = "unnumbered" | "numbered" | "fresh" | "cold";
 /** OUTBOX_BENCH_SCENARIOS=kafka (comma-separated) runs some of them, e.g. for a profile. @default all three */
 const KINDS = (process.env.OUTBOX_BENCH_SCENARIOS ?? "sqs,sqsFifo,kafka")
   .split(",")
   .map((k) => k.trim()) as Kind[];
-/** OUTBOX_BENCH_VARIANTS=numbered (comma-separated). @default numbered,unnumbered, and cold for SQS standard */
+/** OUTBOX_BENCH_VARIANTS=fresh (comma-separated). @default unnumbered and fresh; numbered and cold too for SQS standard */
 const VARIANTS = process.env.OUTBOX_BENCH_VARIANTS?.split(",").map((v) => v.trim()) as Variant[] | undefined;
 const variantsOf = (kind: Kind): Variant[] =>
-  VARIANTS ?? (kind === "sqs" ? ["numbered", "unnumbered", "cold"] : ["numbered", "unnumbered"]);
+  VARIANTS ?? (kind === "sqs" ? ["unnumbered", "numbered", "fresh", "cold"] : ["unnumbered", "fresh"]);
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
@@ -340,6 +342,7 @@ async function scenario(
       client: relayClient,
       publisher,
       ...(variant === "cold" ? { aggregateCache: false as const } : {}),
+      ...(variant === "fresh" || variant === "cold" ? { unnumberedEvents: false } : {}),
     });
     let orderReads = 0;
     let deferred = 0;
