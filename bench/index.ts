@@ -106,6 +106,8 @@ try {
             ddbRequestsPerNewMessage: sqs.powertools.ddbRequestsPerNewMessage,
           },
           ratio: sqs.ratio,
+          // Each side's rate as a fraction of what DynamoDB Local does alone with its writes (bench/ceilings.ts).
+          ceilingFraction: sqs.ceilingFraction,
         }
       : {}),
     ...results,

@@ -14,6 +14,7 @@ import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable } from "reliable-consumers/testing";
 import { lambdaContext } from "../lib/local/lambdaContext.ts";
+import { type CeilingFigure, fractionOf, partiqlWriteCeiling, putItemWriteCeiling } from "./ceilings.ts";
 import { countDynamoDb, type DynamoDbCount } from "./ddbCounter.ts";
 import { powertoolsSqsHandler } from "./peers.ts";
 
@@ -96,6 +97,9 @@ export interface SideResult {
   ddbRequests: number;
   ddbRequestsPerNewMessage: number;
   writeUnitsPerNewMessage: number;
+  readUnitsPerNewMessage: number;
+  /** Write units per second over the whole run: what the ceiling probe is compared with. */
+  writeUnitsPerSec: number;
   byCommand: Record<string, number>;
 }
 
@@ -141,6 +145,8 @@ export async function runSide(
     ddbRequests: count.requests,
     ddbRequestsPerNewMessage: round(count.requests / unique, 3),
     writeUnitsPerNewMessage: round(count.writeUnits / unique, 3),
+    readUnitsPerNewMessage: round(count.readUnits / unique, 3),
+    writeUnitsPerSec: Math.round(count.writeUnits / seconds),
     byCommand: count.byCommand,
   };
 }
@@ -209,20 +215,64 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
   // Alternate sides so drift in the JVM or the machine hits both alike. Each round pairs one run of
   // each side back to back; the ratio is the median of the paired rounds' ratios (robust to a noisy
   // round), and each side's figures are from its median round.
-  const rounds: { ours: SideResult; powertools: SideResult; ratio: number }[] = [];
+  // Each side is followed by its ceiling probe on the same DynamoDB Local (bench/ceilings.ts): the
+  // same writes, in the same shape and at the same concurrency, with no consumer around them.
+  const probeClient = new DynamoDBClient({});
+  const inFlight = Math.ceil(o.batchSize / 25);
+  const rounds: Round[] = [];
   for (let r = 0; r < o.rounds; r++) {
     const a = await runSide(ours, createDedupTable, o, arn, `ours-${r}`);
+    const ca = await partiqlWriteCeiling(probeClient, `bench-ours-${r}`, a.newMessages, inFlight);
     const b = await runSide(theirs, powertoolsTable, o, arn, `pt-${r}`);
-    rounds.push({ ours: a, powertools: b, ratio: a.msgsPerSec / b.msgsPerSec });
-    console.error(`round ${r + 1}: ours ${a.msgsPerSec} msg/s, powertools ${b.msgsPerSec} msg/s`);
+    const cb = await putItemWriteCeiling(probeClient, `bench-pt-${r}`, b.newMessages, 50);
+    rounds.push({
+      ours: a,
+      powertools: b,
+      ratio: a.msgsPerSec / b.msgsPerSec,
+      ceilings: { ours: ca, powertools: cb },
+      fractions: {
+        ours: fractionOf(a.writeUnitsPerSec, ca.perSec),
+        powertools: fractionOf(b.writeUnitsPerSec, cb.perSec),
+      },
+    });
+    console.error(
+      `round ${r + 1}: ours ${a.msgsPerSec} msg/s (${rounds.at(-1)!.fractions.ours} of its ceiling), powertools ${b.msgsPerSec} msg/s (${rounds.at(-1)!.fractions.powertools})`,
+    );
   }
-  const medianOf = <T>(items: T[], by: (t: T) => number): T =>
-    [...items].sort((x, y) => by(x) - by(y))[Math.floor((items.length - 1) / 2)]!;
+  probeClient.destroy();
+  return summarise(o, rounds);
+}
+
+interface Round {
+  ours: SideResult;
+  powertools: SideResult;
+  ratio: number;
+  ceilings: { ours: CeilingFigure; powertools: CeilingFigure };
+  fractions: { ours: number; powertools: number };
+}
+
+const medianOf = <T>(items: T[], by: (t: T) => number): T =>
+  [...items].sort((x, y) => by(x) - by(y))[Math.floor((items.length - 1) / 2)]!;
+
+/** Each side's median round, the median paired ratio, and each side's median fraction of its ceiling. */
+function summarise(o: SqsBenchOptions, rounds: Round[]) {
   return {
     workload: o,
     ours: medianOf(rounds, (r) => r.ours.msgsPerSec).ours,
     powertools: medianOf(rounds, (r) => r.powertools.msgsPerSec).powertools,
     ratio: round(medianOf(rounds, (r) => r.ratio).ratio, 2),
     roundRatios: rounds.map((r) => round(r.ratio, 2)),
+    ceilingFraction: {
+      ours: medianOf(rounds, (r) => r.fractions.ours).fractions.ours,
+      powertools: medianOf(rounds, (r) => r.fractions.powertools).fractions.powertools,
+    },
+    ceilings: {
+      ours: `conditional PartiQL writes (claim INSERT + fenced completion UPDATE), 25 per BatchExecuteStatement, ${Math.ceil(o.batchSize / 25)} in flight`,
+      powertools: "a conditional PutItem then an UpdateItem per key, 50 in flight",
+      oursWritesPerSec: medianOf(rounds, (r) => r.ceilings.ours.perSec).ceilings.ours.perSec,
+      powertoolsWritesPerSec: medianOf(rounds, (r) => r.ceilings.powertools.perSec).ceilings.powertools
+        .perSec,
+    },
+    roundFractions: rounds.map((r) => r.fractions),
   };
 }

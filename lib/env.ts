@@ -19,6 +19,12 @@ export const OUTBOX_ENV = {
   /** Sweeper: the most events republished in one run. */
   sweeperMaxEvents: "OUTBOX_SWEEPER_MAX_EVENTS",
   pendingShards: "OUTBOX_PENDING_SHARDS",
+  /**
+   * Relay and sweeper: `"false"` when the table holds no outbox events written without numbers
+   * (it never had a writer with `aggregateSequence: false` or a version before numbering), so an
+   * aggregate's first event has no predecessor to read. @default true: it reads one (a Query)
+   */
+  unnumberedEvents: "OUTBOX_UNNUMBERED_EVENTS",
 } as const;
 
 /** Environment variables the consumers read; `ConsumerFunction` sets them. */

@@ -8,6 +8,11 @@
  *
  *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
  *                    [--cdk-out <dir>] [--timeout 600] [--verbose] [--kafka mock|real]
+ *                    [--rate 100 --duration 60]
+ *
+ * `--rate N --duration S` offers a steady N orders per second for S seconds (N × S messages)
+ * instead of a burst, so the e2e latency (send to charge, and its legs) measures the path, not the
+ * queue a burst builds.
  *
  * Kafka is a real Apache Kafka broker (KRaft, from Maven Central), as MSK runs: topics as the stack
  * declares them, the idempotent producer, no 9 s group joins. `--kafka mock` runs it on librdkafka's
@@ -99,6 +104,8 @@ function cliOptions() {
       "max-environments": { type: "string" },
       verbose: { type: "boolean", default: false },
       kafka: { type: "string", default: "real" },
+      rate: { type: "string" },
+      duration: { type: "string" },
       "enforce-iam": { type: "boolean", default: true },
       ...CONSOLE_ARGS,
       help: { type: "boolean", default: false },
@@ -107,19 +114,25 @@ function cliOptions() {
   });
   if (values.help) {
     log(
-      "usage: npm run local -- [--messages N] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam] [--console-port N] [--no-console]",
+      "usage: npm run local -- [--messages N | --rate N --duration S] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam] [--console-port N] [--no-console]",
     );
     return undefined;
   }
+  const rate = values.rate !== undefined ? Number(values.rate) : undefined;
+  if (rate !== undefined && !(rate > 0))
+    throw new Error("--rate must be a positive number of messages per second");
+  if ((rate === undefined) !== (values.duration === undefined))
+    throw new Error("--rate and --duration go together (a steady rate for so many seconds)");
   const options = {
-    messages: Number(values.messages),
+    messages: rate !== undefined ? Math.round(rate * Number(values.duration)) : Number(values.messages),
     duplicates: parseFraction(values.duplicates, "duplicates"),
     poison: parseFraction(values.poison, "poison"),
     longJobs: Number(values["long-jobs"]),
     longJobMs: Number(values["long-job-ms"]),
+    ...(rate !== undefined ? { rate } : {}),
   };
   if (!Number.isInteger(options.messages) || options.messages < 1)
-    throw new Error("--messages must be a positive integer");
+    throw new Error("--messages (or --rate × --duration) must be a positive integer");
   return { values, options };
 }
 
@@ -143,6 +156,10 @@ function scenarioResult(
     duplicateEffects: c.duplicateEffects,
     e2eP50Ms: c.e2eP50Ms,
     e2eP99Ms: c.e2eP99Ms,
+    e2eStagesMs: c.e2eStagesMs,
+    // The offered rate (`--rate`, else a burst) and what the sends achieved.
+    offeredRate: sent.offeredRate ?? "burst",
+    sendRate: sent.sendRate,
     elapsedMs: Date.now() - timing.started,
     setupMs: timing.setupMs,
     processingMs: Date.now() - timing.t0,

@@ -21,6 +21,11 @@ export interface ScenarioOptions {
   readonly longJobs: number;
   /** ms of work per long job. */
   readonly longJobMs: number;
+  /**
+   * Offer the sends at this steady rate (messages per second, in SendMessageBatch calls of 10
+   * spaced evenly) instead of as fast as SQS takes them. @default none: a burst
+   */
+  readonly rate?: number;
 }
 
 /** The reference service's pieces, found from the materialised app (not from hard-coded names). */
@@ -80,6 +85,10 @@ export interface SentLog {
   /** orderId → first send time (the client's clock). */
   readonly firstSentAt: Map<string, number>;
   readonly longJobs: string[];
+  /** Messages per second the sends achieved (with `rate`, the offered rate unless SQS fell behind). */
+  readonly sendRate: number;
+  /** The steady rate offered (`ScenarioOptions.rate`), if any. */
+  readonly offeredRate: number | undefined;
 }
 
 /**
@@ -130,10 +139,14 @@ export async function sendOrders(
   const firstSentAt = new Map<string, number>();
   let next = 0;
   let sent = 0;
+  const started = Date.now();
   const sender = async () => {
     while (next < sends.length) {
+      const at = next;
       const chunk = sends.slice(next, next + 10);
       next += chunk.length;
+      // A steady rate: chunk k leaves k × 10 / rate seconds after the start (a late one at once).
+      if (options.rate) await sleep(Math.max(0, started + (at / options.rate) * 1000 - Date.now()));
       const now = Date.now();
       for (const s of chunk) if (s.orderId && !firstSentAt.has(s.orderId)) firstSentAt.set(s.orderId, now);
       const out = await sqs.send(
@@ -148,6 +161,7 @@ export async function sendOrders(
     }
   };
   await Promise.all(Array.from({ length: 4 }, sender));
+  const sendSeconds = (Date.now() - started) / 1000;
   const longJobs: string[] = [];
   if (targets.reports && options.longJobs > 0) {
     const entries = Array.from({ length: options.longJobs }, (_, i) => {
@@ -170,6 +184,8 @@ export async function sendOrders(
     poison,
     firstSentAt,
     longJobs,
+    sendRate: Math.round(sends.length / Math.max(sendSeconds, 0.001)),
+    offeredRate: options.rate,
   };
 }
 
@@ -265,6 +281,8 @@ export interface Census {
   readonly duplicateEffects: number;
   readonly e2eP50Ms: number;
   readonly e2eP99Ms: number;
+  /** The legs of send → charge (p50 and p99 of each), from the stored timestamps. */
+  readonly e2eStagesMs: Record<"toCommit" | "toPublish" | "toCharge", { p50: number; p99: number }>;
 }
 
 const percentile = (sorted: number[], p: number) =>
@@ -374,9 +392,10 @@ export async function census(args: {
   const stored = new Set(orderItems.map((i) => i.orderId?.S ?? ""));
   const outboxItems = await scanAll(ddb, {
     TableName: targets.appTable,
-    FilterExpression: "begins_with(pk, :o)",
-    ExpressionAttributeValues: { ":o": { S: "OUTBOX#" } },
-    ProjectionExpression: "eventId, aggregateId, pending",
+    // Events only: each aggregate also has its head item (`HEAD`, lib/outbox/aggregateHeads.ts).
+    FilterExpression: "begins_with(pk, :o) AND begins_with(sk, :e)",
+    ExpressionAttributeValues: { ":o": { S: "OUTBOX#" }, ":e": { S: "EVENT#" } },
+    ProjectionExpression: "eventId, aggregateId, pending, createdAt, publishedAt",
   });
   const eventsPerOrder = new Map<string, Set<string>>();
   let outboxPending = 0;
@@ -403,10 +422,6 @@ export async function census(args: {
     duplicateEffects += Math.max(0, (eventsPerOrder.get(o)?.size ?? 0) - 1);
     duplicateEffects += Math.max(0, (chargesPerOrder.get(o) ?? 0) - 1);
   }
-  const latencies = orderIds
-    .filter((o) => chargedAt.has(o))
-    .map((o) => chargedAt.get(o)! - sent.firstSentAt.get(o)!)
-    .sort((a, b) => a - b);
   return {
     ordersStored: orderIds.filter((o) => stored.has(o)).length,
     outboxEvents: outboxItems.length,
@@ -421,9 +436,48 @@ export async function census(args: {
     lost: notCharged + poisonNotParked + longJobsNotDone,
     lostDetail: { notStored, notPublished, notCharged, poisonNotParked, longJobsNotDone },
     duplicateEffects,
-    e2eP50Ms: Math.round(percentile(latencies, 50)),
-    e2eP99Ms: Math.round(percentile(latencies, 99)),
+    ...latencyFigures(orderIds, sent, chargedAt, outboxItems),
   };
+}
+
+/**
+ * Send to charge per order (the client's send time to the provider's first charge), and the three
+ * legs of it from the stored timestamps: to the unit of work (the order consumer's commit: the
+ * queue and the SQS mapping), to the relay's publish (the stream, its batching window, the
+ * publish), to the charge (the topic, the Kafka mapping, the payment consumer and the provider).
+ */
+function latencyFigures(
+  orderIds: ReadonlyArray<string>,
+  sent: SentLog,
+  chargedAt: ReadonlyMap<string, number>,
+  outboxItems: ReadonlyArray<Record<string, { S?: string; N?: string }>>,
+) {
+  const event = new Map(outboxItems.map((i) => [i.aggregateId?.S ?? "", i]));
+  const legs = { toCommit: [] as number[], toPublish: [] as number[], toCharge: [] as number[] };
+  const total: number[] = [];
+  for (const o of orderIds) {
+    const charged = chargedAt.get(o);
+    const sentAt = sent.firstSentAt.get(o)!;
+    if (charged === undefined) continue;
+    total.push(charged - sentAt);
+    const created = Number(event.get(o)?.createdAt?.N ?? Number.NaN);
+    const published = Number(event.get(o)?.publishedAt?.N ?? Number.NaN);
+    if (!Number.isFinite(created) || !Number.isFinite(published)) continue;
+    legs.toCommit.push(created - sentAt);
+    legs.toPublish.push(published - created);
+    legs.toCharge.push(charged - published);
+  }
+  const p = (values: number[], q: number) =>
+    Math.round(
+      percentile(
+        [...values].sort((a, b) => a - b),
+        q,
+      ),
+    );
+  const stages = Object.fromEntries(
+    Object.entries(legs).map(([k, v]) => [k, { p50: p(v, 50), p99: p(v, 99) }]),
+  ) as Record<keyof typeof legs, { p50: number; p99: number }>;
+  return { e2eP50Ms: p(total, 50), e2eP99Ms: p(total, 99), e2eStagesMs: stages };
 }
 
 export interface QuietState {

@@ -118,7 +118,9 @@ export class ReferenceServiceStack extends Stack {
 
     // Tables
     this.dedup = new DedupTable(this, "Dedup", props.dedupWindow ? { window: props.dedupWindow } : {});
-    this.app = new OutboxTable(this, "App");
+    // Created by this stack, written only by numbering units of work (the order consumer's defaults):
+    // no unnumbered events, so an order's first (and only) event needs no order read.
+    this.app = new OutboxTable(this, "App", { unnumberedEvents: false });
 
     // Queues: visibility derived from the consumers' timeouts.
     const orderConsumerTimeout = props.orderConsumerTimeout ?? Duration.seconds(30);

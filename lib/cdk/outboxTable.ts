@@ -32,6 +32,14 @@ export interface OutboxTableProps {
   readonly pointInTimeRecovery?: boolean;
   /** What deleting the stack does to the table (business data, inbox and outbox). @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Whether the table may hold outbox events written without numbers (a writer with
+   * `aggregateSequence: false`, or a library version before numbering). Then the relay and the
+   * sweeper read an aggregate's newest older event before its first numbered one (a Query), so it
+   * cannot overtake one still pending or parked. Say `false` for a table that never had such
+   * writers: a first event then costs no read (`OUTBOX_UNNUMBERED_EVENTS=false`). @default true
+   */
+  readonly unnumberedEvents?: boolean;
 }
 
 /** Options of `OutboxTable.addRelay`. */
@@ -87,9 +95,11 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
   /** The sweeper's schedule, once `addSweeper` ran. */
   sweeperSchedule?: events.Rule;
   private readonly retryPaths: Array<() => RetryPath> = [];
+  private readonly unnumberedEvents: boolean;
 
   constructor(scope: Construct, id: string, props: OutboxTableProps = {}) {
     super(scope, id);
+    this.unnumberedEvents = props.unnumberedEvents ?? true;
     this.table = new dynamodb.Table(this, "Table", {
       ...(props.tableName ? { tableName: props.tableName } : {}),
       partitionKey: { name: OUTBOX_ATTR.pk, type: dynamodb.AttributeType.STRING },
@@ -206,6 +216,7 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     );
     this.grantActions(fn.function, OUTBOX_IAM_ACTIONS.relay, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
+    if (!this.unnumberedEvents) fn.addEnvironment(OUTBOX_ENV.unnumberedEvents, "false");
     this.relaySource = source;
     return fn;
   }
@@ -240,10 +251,12 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     );
     const reads = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a === "dynamodb:Query");
     const writes = OUTBOX_IAM_ACTIONS.sweeper.filter((a) => a !== "dynamodb:Query");
-    // The table too: the order check reads each aggregate's previous event (lib/outbox/aggregateOrder.ts).
+    // The table too: the order check reads each aggregate's previous event (lib/outbox/aggregateOrder.ts;
+    // BatchGetItem, among the table's grants, reads it by key).
     this.grantActions(fn.function, reads, [this.pendingIndexArn, this.table.tableArn]);
     this.grantActions(fn.function, writes, [this.table.tableArn]);
     fn.addEnvironment(OUTBOX_ENV.tableName, this.table.tableName);
+    if (!this.unnumberedEvents) fn.addEnvironment(OUTBOX_ENV.unnumberedEvents, "false");
     return fn;
   }
 

@@ -1,8 +1,9 @@
 import type { DedupStatus } from "./schema.ts";
 
 /**
- * What a failed claim means, decided from the item DynamoDB returned with the failure
- * (ReturnValuesOnConditionCheckFailure: ALL_OLD), so a duplicate costs one request and no read.
+ * What an existing dedup record means for a claim: decided from the item DynamoDB returned with a
+ * failed conditional update (ReturnValuesOnConditionCheckFailure: ALL_OLD), or from a strongly
+ * consistent read of a key known to exist (then a duplicate costs a read and no write).
  */
 export interface ExistingDedupRecord {
   readonly status: DedupStatus;

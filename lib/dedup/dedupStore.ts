@@ -7,7 +7,9 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
-import { decideRejectedClaim, type ExistingDedupRecord } from "./dedupDecision.ts";
+import { createConsistentReader } from "./consistentReads.ts";
+import { decideRejectedClaim, type ExistingDedupRecord, type RejectedClaim } from "./dedupDecision.ts";
+import { createKnownKeys } from "./knownKeys.ts";
 import { DEDUP_ATTR as A, DEDUP_DEFAULTS, type DedupStatus, dedupPk } from "./schema.ts";
 import { type BatchingOptions, DYNAMODB_BATCH_LIMIT, StatementBatcher } from "./statementBatcher.ts";
 
@@ -24,8 +26,9 @@ export interface DedupStoreOptions {
   readonly windowSeconds?: number;
   /**
    * Claim coalescing: new keys are claimed with PartiQL INSERTs, up to 25 per request; a key that
-   * exists falls back to the conditional UpdateItem. `{ maxBatch: 1 }` claims each key with its
-   * own UpdateItem. @default { maxBatch: 25, maxDelayMs: 2 }
+   * exists (met by the INSERT, or known to this container) is read strongly consistent, up to 100
+   * per BatchGetItem, and written with the conditional UpdateItem only when it is claimable.
+   * `{ maxBatch: 1 }` claims each new key with its own UpdateItem. @default { maxBatch: 25, maxDelayMs: 2 }
    */
   readonly claims?: BatchingOptions;
   /** Completion grouping (fenced PartiQL UPDATEs, up to 25 per request). @default { maxBatch: 25, maxDelayMs: 10 } */
@@ -78,7 +81,11 @@ export interface ClaimOptions {
 export interface DedupStore {
   readonly scope: string;
   readonly tableName: string;
-  /** One conditional write. Throws KeyReuseError when the key was seen with another payload hash. */
+  /**
+   * A new key: one conditional write (coalesced). A key that exists (known to this container, or
+   * met by the write): a strongly consistent read, and a write only when it is claimable. Throws
+   * KeyReuseError when the key was seen with another payload hash.
+   */
   claim(key: string, options?: ClaimOptions): Promise<ClaimResult>;
   /** Fenced; grouped with other completions. Rejects with LeaseLostError if the lease was taken over. */
   complete(lease: Lease, result?: string): Promise<void>;
@@ -214,21 +221,24 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const own = ownClaim(key, error.Item, [{ token, expiresAtMs }, ...(mine ? [mine] : [])], holder);
       if (own) return own;
-      const decision = decideRejectedClaim(parseExisting(error.Item), payloadHash, now(), holder);
-      switch (decision.outcome) {
-        case "duplicate":
-          return { status: "duplicate", result: decision.result };
-        case "routed":
-          return { status: "routed", route: decision.route };
-        case "in-progress":
-          return { status: "in-progress", leaseExpiresAtMs: decision.leaseExpiresAtMs };
-        case "key-reuse":
-          throw new KeyReuseError(
-            `dedup key '${key}' in scope '${scope}' was already used for a different payload (hash ${decision.storedHash} ≠ ${decision.givenHash})`,
-          );
-        case "retry":
-          return "retry";
-      }
+      return answerOf(key, decideRejectedClaim(parseExisting(error.Item), payloadHash, now(), holder));
+    }
+  }
+
+  function answerOf(key: string, decision: RejectedClaim): ClaimResult | "retry" {
+    switch (decision.outcome) {
+      case "duplicate":
+        return { status: "duplicate", result: decision.result };
+      case "routed":
+        return { status: "routed", route: decision.route };
+      case "in-progress":
+        return { status: "in-progress", leaseExpiresAtMs: decision.leaseExpiresAtMs };
+      case "key-reuse":
+        throw new KeyReuseError(
+          `dedup key '${key}' in scope '${scope}' was already used for a different payload (hash ${decision.storedHash} ≠ ${decision.givenHash})`,
+        );
+      case "retry":
+        return "retry";
     }
   }
 
@@ -260,13 +270,47 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     return { fallback: { token, expiresAtMs } };
   }
 
+  /**
+   * A key that exists (known here, or met by the INSERT): read it (strongly consistent, coalesced
+   * into BatchGetItem), and write only when it is claimable. A duplicate so costs one read unit and
+   * no write: before, the failed INSERT and the failed conditional update cost a write unit each,
+   * the 0.15 write units per new message above 2 in `npm run bench -- --only sqs`.
+   */
+  async function claimExisting(
+    key: string,
+    options: ClaimOptions,
+    mine: { token: string; expiresAtMs: number } | undefined,
+  ): Promise<ClaimResult> {
+    const item = await read(keyOf(key));
+    const own = ownClaim(key, item, mine ? [mine] : [], options.holder);
+    if (own) return own;
+    if (item) {
+      const decision = decideRejectedClaim(parseExisting(item), options.payloadHash, now(), options.holder);
+      // The holder of a live lease takes it over (its invocation died; `ClaimOptions.holder`).
+      const takeover =
+        decision.outcome === "in-progress" && options.holder && item[A.holder]?.S === options.holder;
+      const answer = takeover ? "retry" : answerOf(key, decision);
+      if (answer !== "retry") return answer;
+    }
+    return claimWithUpdate(key, options, mine);
+  }
+
   async function claimFromTable(key: string, options: ClaimOptions): Promise<ClaimResult> {
-    let mine: { token: string; expiresAtMs: number } | undefined;
+    if (known.has(key)) return claimExisting(key, options, undefined);
     if (claimBatchSize > 1) {
       const inserted = await insertClaim(key, options);
       if (!("fallback" in inserted)) return inserted;
-      mine = inserted.fallback;
+      return claimExisting(key, options, inserted.fallback);
     }
+    return claimWithUpdate(key, options, undefined);
+  }
+
+  /** The conditional update: claims a key that is absent or claimable, and answers from ALL_OLD otherwise. */
+  async function claimWithUpdate(
+    key: string,
+    options: ClaimOptions,
+    mine: { token: string; expiresAtMs: number } | undefined,
+  ): Promise<ClaimResult> {
     // "retry" only happens on a race with a concurrent release or clock skew; two tries settle it.
     const first = await claimOnce(key, options, mine);
     if (first !== "retry") return first;
@@ -283,6 +327,9 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
    * DynamoDB rejected the whole request for its duplicate key, failing every claim in it.
    */
   const local = createLocalClaims(now);
+  /** Keys seen in the table: a claim of one reads before it writes (knownKeys.ts). */
+  const known = createKnownKeys();
+  const read = createConsistentReader(client, tableName, (k) => k[A.pk]?.S ?? "");
 
   async function release(lease: Lease): Promise<void> {
     try {
@@ -308,7 +355,11 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     tableName,
 
     claim: (key, claimOptions = {}) =>
-      local.claim(key, claimOptions.holder, () => claimFromTable(key, claimOptions)),
+      local.claim(key, claimOptions.holder, async () => {
+        const result = await claimFromTable(key, claimOptions);
+        known.add(key); // claimed, a duplicate or in progress: the item is there
+        return result;
+      }),
 
     complete(lease, result) {
       // PartiQL so completions can be grouped; the WHERE clause is the fence (a missing item fails too).
@@ -366,6 +417,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
             },
           }),
         );
+        known.delete(lease.key);
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException)
           throw new LeaseLostError(

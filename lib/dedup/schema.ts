@@ -41,9 +41,11 @@ export const DEDUP_TABLE_ACTIONS = [
   "dynamodb:DeleteItem",
   "dynamodb:PartiQLInsert",
   "dynamodb:PartiQLUpdate",
+  "dynamodb:BatchGetItem",
 ] as const;
 // Claims and completions are coalesced PartiQL INSERTs/UPDATEs; BatchExecuteStatement itself is
-// authorised per statement, so it needs no action of its own.
+// authorised per statement, so it needs no action of its own. BatchGetItem: a key that exists is
+// read (strongly consistent, coalesced) before it is written, so a duplicate costs no write.
 
 /** Defaults that the CDK construct checks against queue retention and retry ladders. */
 export const DEDUP_DEFAULTS = {

@@ -9,6 +9,7 @@ export {
 export * from "./errors.ts";
 export { attributeValueSize, itemSize, TRANSACTION_LIMITS } from "./itemSize.ts";
 export {
+  type AggregatePosition,
   isOutboxKey,
   type NewOutboxEvent,
   newEventId,
@@ -17,6 +18,7 @@ export {
   type OutboxEvent,
   parseOutboxItem,
   pendingShard,
+  positionOf,
   publishedHeaders,
   toOutboxItem,
 } from "./outboxEvent.ts";

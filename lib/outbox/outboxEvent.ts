@@ -178,10 +178,18 @@ export function resolveNewEvent(input: NewOutboxEvent, options: BuildOptions): O
 const s = (v: string): AttributeValue => ({ S: v });
 const n = (v: number): AttributeValue => ({ N: String(v) });
 
-/** The item as the unit of work writes it: pending, with its TTL. */
+/** An event's place in its aggregate: its sequence number and its predecessor's sort key. */
+export interface AggregatePosition {
+  /** 1, 2, 3, … with no gaps (the aggregate's head counts them in the same transaction). */
+  readonly seq: number;
+  /** The sort key of event `seq - 1`; absent on the aggregate's first numbered event. */
+  readonly prevSk: string | undefined;
+}
+
+/** The item as the unit of work writes it: pending, with its TTL and, when numbered, its place in its aggregate. */
 export function toOutboxItem(
   event: OutboxEvent,
-  options: { retentionSeconds: number; pendingShards: number },
+  options: { retentionSeconds: number; pendingShards: number; position?: AggregatePosition },
 ): Record<string, AttributeValue> {
   const item: Record<string, AttributeValue> = {
     [A.pk]: s(outboxPk(event.aggregateType, event.aggregateId)),
@@ -203,7 +211,18 @@ export function toOutboxItem(
     [A.retentionSeconds]: n(options.retentionSeconds),
   };
   if (event.causationId !== undefined) item[A.causationId] = s(event.causationId);
+  if (options.position) {
+    item[A.seq] = n(options.position.seq);
+    if (options.position.prevSk !== undefined) item[A.prevSk] = s(options.position.prevSk);
+  }
   return item;
+}
+
+/** The place in its aggregate an outbox item records, if it was written numbered (and the numbers are well formed). */
+export function positionOf(item: Record<string, AttributeValue>): AggregatePosition | undefined {
+  const seq = Number(item[A.seq]?.N);
+  if (!Number.isSafeInteger(seq) || seq < 1) return undefined;
+  return { seq, prevSk: item[A.prevSk]?.S };
 }
 
 /** True when the key says "outbox event" (what the stream filter matches on). */

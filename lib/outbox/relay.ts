@@ -6,9 +6,16 @@ import { describeError } from "../core/errors.ts";
 import { OUTBOX_ENV } from "../env.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
-import { predecessorStates } from "./aggregateOrder.ts";
+import {
+  AGGREGATE_ORDER_DEFAULTS,
+  type AggregateChain,
+  createOrderCheck,
+  createPublishedSequences,
+  type OrderCheck,
+  type OrderedEvent,
+} from "./aggregateOrder.ts";
 import { NotAnOutboxItemError, StreamViewTypeError } from "./errors.ts";
-import { isOutboxKey, type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
+import { isOutboxKey, type OutboxEvent, parseOutboxItem, positionOf } from "./outboxEvent.ts";
 import {
   createOutboxPublisher,
   type OutboxPublisher,
@@ -16,16 +23,19 @@ import {
   type PublishOutcome,
 } from "./publisher.ts";
 import { OUTBOX_ATTR as A } from "./schema.ts";
-import { clearPending, fromLambdaImage, park } from "./settle.ts";
+import { clearPending, eventKeyOf, fromLambdaImage, park } from "./settle.ts";
 import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
 
 /**
  * The outbox relay: a Lambda handler for the app table's DynamoDB stream.
  *
  * For each batch (one shard, in stream order):
- * 0. Holds back (leaves pending, acks) the events of an aggregate that has an older event still
- *    pending or parked (aggregateOrder.ts): order per aggregate when the mapping gave up on older
- *    records, or one was parked. The sweeper publishes them once the older ones are out.
+ * 0. Puts each aggregate's events in their own order (the stream keeps order per item only), and
+ *    holds back (leaves pending, acks) an event whose predecessor is still pending or parked, with
+ *    the rest of its aggregate (aggregateOrder.ts): order per aggregate when the mapping gave up on
+ *    older records, or one was parked. The sweeper publishes them once the older ones are out. It
+ *    reads the table only where the order is in doubt: an event whose predecessor this container
+ *    published, or that follows it in the batch, needs no read.
  * 1. Keeps the INSERTs of pending outbox events. Anything else is skipped and counted (the
  *    event-source filter OUTBOX_STREAM_FILTER_PATTERN normally keeps it away); a non-outbox INSERT
  *    is logged as NotAnOutboxItemError, because it means the filter is missing.
@@ -55,6 +65,20 @@ export interface OutboxRelayOptions {
   readonly telemetry?: Telemetry;
   /** The `x-consumer` of parked events. @default "outbox-relay" */
   readonly consumerName?: string;
+  /**
+   * Aggregates whose last published sequence number this container keeps (about 100 bytes each):
+   * their next event goes with no read. `false`: none, every batch reads each aggregate's
+   * predecessor once. @default AGGREGATE_ORDER_DEFAULTS.cachedAggregates (10 000)
+   */
+  readonly aggregateCache?: number | false;
+  /**
+   * Whether the table may hold outbox events written without numbers (`aggregateSequence: false`,
+   * or a version before numbering): then an aggregate's first numbered event reads the newest older
+   * event (a Query), so it cannot overtake one still pending or parked. `false` for a table that
+   * never had such writers: a first event has no predecessor, no read.
+   * @default OUTBOX_UNNUMBERED_EVENTS !== "false" (true)
+   */
+  readonly unnumberedEvents?: boolean;
   readonly now?: () => number;
 }
 
@@ -67,6 +91,8 @@ export interface RelayReport {
   /** Left pending, acked: an older event of their aggregate is still waiting (the sweeper publishes them). */
   readonly deferred: number;
   readonly markFailures: number;
+  /** Predecessors read from the table (where the order was in doubt); the other events needed none. */
+  readonly orderReads: number;
 }
 
 /** The outbox relay: a DynamoDB Streams handler that publishes new outbox events. */
@@ -85,7 +111,14 @@ export function tableNameFromStreamArn(arn: string | undefined): string | undefi
 
 type Parsed =
   | { kind: "event"; event: OutboxEvent; image: Record<string, AttributeValue> }
-  | { kind: "park"; error: unknown; image: unknown; key: { pk: string; sk: string } | undefined }
+  | {
+      kind: "park";
+      error: unknown;
+      image: unknown;
+      key: { pk: string; sk: string } | undefined;
+      /** Its place in its aggregate, when readable: later events wait behind it. */
+      seq: number | undefined;
+    }
   | { kind: "skip"; reason: "not-insert" | "not-outbox" | "not-pending" };
 
 /** Creates the outbox relay (the DynamoDB Streams handler). */
@@ -134,7 +167,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     try {
       return { kind: "event", event: parseOutboxItem(image), image };
     } catch (error) {
-      return { kind: "park", error, image: lambdaImage, key };
+      return { kind: "park", error, image: lambdaImage, key, seq: positionOf(image)?.seq };
     }
   };
 
@@ -148,45 +181,92 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
     readonly failedAt: Set<number>;
   }
 
-  /**
-   * Order per aggregate (aggregateOrder.ts): an event whose aggregate has an older event still
-   * pending or parked is not published here. It stays pending and its record is acked, so the
-   * shard moves on; the sweeper publishes it once everything older is out.
-   */
-  const orderCheck = async (b: RelayBatch): Promise<{ eventIdx: number[]; deferred: number }> => {
-    const pkOf = (p: Parsed): string | undefined =>
-      p.kind === "event" ? p.image[A.pk]?.S : p.kind === "park" ? p.key?.pk : undefined;
-    const firsts = new Map<string, { pk: string; sk: string }>();
-    const parkedInBatch = new Set<string>();
-    const heldBehindPark = new Set<number>();
-    b.parsed.forEach((p, i) => {
-      const pk = pkOf(p);
-      if (pk === undefined) return;
-      if (p.kind === "park") parkedInBatch.add(pk);
-      else if (parkedInBatch.has(pk)) heldBehindPark.add(i);
-      if (!firsts.has(pk) && p.kind === "event") firsts.set(pk, { pk, sk: p.image[A.sk]!.S! });
-    });
-    const predecessors = await predecessorStates(client, b.tableName, [...firsts.values()]);
-    let deferred = 0;
-    const eventIdx: number[] = [];
-    b.parsed.forEach((p, i) => {
+  const published =
+    options.aggregateCache === false
+      ? undefined
+      : createPublishedSequences(options.aggregateCache ?? AGGREGATE_ORDER_DEFAULTS.cachedAggregates);
+  const unnumberedEvents = options.unnumberedEvents ?? process.env[OUTBOX_ENV.unnumberedEvents] !== "false";
+  const checks = new Map<string, OrderCheck>();
+  const checkFor = (table: string) => {
+    let check = checks.get(table);
+    if (!check) {
+      check = createOrderCheck(client, table, { published, unnumberedEvents });
+      checks.set(table, check);
+    }
+    return check;
+  };
+
+  /** The events of the batch, and where each unparseable (to be parked) event of an aggregate stands. */
+  const orderInputs = (b: RelayBatch) => {
+    const events: OrderedEvent<number>[] = [];
+    const parks = new Map<string, Array<{ index: number; seq: number | undefined }>>();
+    b.parsed.forEach((p, index) => {
+      if (p.kind === "park" && p.key) {
+        parks.set(p.key.pk, [...(parks.get(p.key.pk) ?? []), { index, seq: p.seq }]);
+      }
       if (p.kind !== "event") return;
-      const before = predecessors.get(p.image[A.pk]!.S!);
-      if (before?.state === "unknown") {
-        b.failedAt.add(i);
-        telemetry?.logger.warn("outbox order check failed; will retry", {
-          eventId: p.event.eventId,
-          error: describeError(before.error),
-        });
-      } else if (before?.state === "waiting" || heldBehindPark.has(i)) {
-        deferred++;
-        telemetry?.logger.info("outbox event held: an older event of its aggregate is waiting", {
-          eventId: p.event.eventId,
-          blockedBy: before?.state === "waiting" ? before.blockingSk : "parked in this batch",
-        });
-      } else eventIdx.push(i);
+      const pk = p.image[A.pk]!.S!;
+      events.push({ ref: index, pk, sk: p.image[A.sk]!.S!, position: positionOf(p.image) });
     });
-    return { eventIdx, deferred };
+    // Behind an event parked in this batch: after it in its aggregate's order (else in batch order).
+    const behindPark = (e: OrderedEvent<number>) =>
+      (parks.get(e.pk) ?? []).some((k) =>
+        k.seq !== undefined && e.position ? e.position.seq > k.seq : e.ref > k.index,
+      );
+    return { events, behindPark };
+  };
+
+  /**
+   * Order per aggregate (aggregateOrder.ts): each aggregate's events in their own order; an event
+   * whose predecessor is still pending or parked is not published here, nor are the later events of
+   * its aggregate. They stay pending and their records are acked, so the shard moves on; the
+   * sweeper publishes them once everything older is out. A failed read fails them (retried).
+   */
+  const orderCheck = async (b: RelayBatch) => {
+    const { events, behindPark } = orderInputs(b);
+    const chains = await checkFor(b.tableName).chains(events);
+    let deferred = 0;
+    let orderReads = 0;
+    const eventIdx: number[] = [];
+    for (const chain of chains) {
+      let stop: "deferred" | "failed" | undefined;
+      chain.events.forEach((e, k) => {
+        const gate = chain.gates[k]!;
+        if (gate.kind === "clear" && gate.read) orderReads++;
+        if (gate.kind === "waiting" || gate.kind === "unknown") orderReads++;
+        const eventId = (b.parsed[e.ref] as EventParsed).event.eventId;
+        if (!stop && gate.kind === "unknown") {
+          stop = "failed";
+          telemetry?.logger.warn("outbox order check failed; will retry", {
+            eventId,
+            error: describeError(gate.error),
+          });
+        } else if (!stop && (gate.kind === "waiting" || behindPark(e))) {
+          stop = "deferred";
+          telemetry?.logger.info("outbox event held: an older event of its aggregate is waiting", {
+            eventId,
+            blockedBy: gate.kind === "waiting" ? gate.blockingSk : "parked in this batch",
+          });
+        }
+        if (stop === "failed") b.failedAt.add(e.ref);
+        else if (stop === "deferred") deferred++;
+        else eventIdx.push(e.ref);
+      });
+    }
+    return { eventIdx, deferred, orderReads, chains };
+  };
+
+  /** After the clear: each aggregate's published prefix moves its cached sequence number on. */
+  const remember = (chains: ReadonlyArray<AggregateChain<number>>, clearedIdx: ReadonlySet<number>): void => {
+    if (!published) return;
+    for (const chain of chains) {
+      let last: number | undefined;
+      for (const e of chain.events) {
+        if (!clearedIdx.has(e.ref) || !e.position) break;
+        last = e.position.seq;
+      }
+      if (last !== undefined) published.advance(chain.pk, last);
+    }
   };
 
   /** What to park (what can never be published) and what to clear, from the parse and the publish outcomes. */
@@ -200,11 +280,14 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
       }
     });
     const toClear: Record<string, AttributeValue>[] = [];
+    const clearIdx: number[] = [];
     outcomes.forEach((o, n) => {
       const index = eventIdx[n]!;
       const p = b.parsed[index] as EventParsed;
-      if (o.status === "published") toClear.push(p.image);
-      else if (o.status === "failed") {
+      if (o.status === "published") {
+        toClear.push(p.image);
+        clearIdx.push(index);
+      } else if (o.status === "failed") {
         b.failedAt.add(index);
         telemetry?.logger.warn("outbox publish failed; will retry", {
           eventId: p.event.eventId,
@@ -225,7 +308,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         });
       }
     });
-    return { toPark, toClear };
+    return { toPark, toClear, clearIdx };
   };
 
   /** Parks each event; a failed parking fails its record (nothing is acked). Returns how many were parked. */
@@ -287,12 +370,13 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         tableNameFromStreamArn(records[0]?.eventSourceARN);
       if (!tableName) throw new Error("outbox relay: no table name (set APP_TABLE_NAME)");
       const b: RelayBatch = { records, parsed: records.map(parse), tableName, failedAt: new Set() };
-      const { eventIdx, deferred } = await orderCheck(b);
+      const { eventIdx, deferred, orderReads, chains } = await orderCheck(b);
       const outcomes = await publisher.publish(eventIdx.map((i) => (b.parsed[i] as EventParsed).event));
-      const { toPark, toClear } = sortOutcomes(b, eventIdx, outcomes);
+      const { toPark, toClear, clearIdx } = sortOutcomes(b, eventIdx, outcomes);
       const t = now();
       const parked = await parkAll(b, toPark, t);
       const cleared = await clearPending(client, tableName, toClear, "relay", t);
+      remember(chains, new Set(clearIdx.filter((_, n) => !cleared.failedKeys.has(eventKeyOf(toClear[n]!)))));
       if (cleared.failed > 0) {
         telemetry?.logger.warn(
           "could not clear the pending marker of published events; the sweeper will republish them",
@@ -306,6 +390,7 @@ export function createOutboxRelay(options: OutboxRelayOptions = {}): OutboxRelay
         skipped: b.parsed.filter((p) => p.kind === "skip").length,
         deferred,
         markFailures: cleared.failed,
+        orderReads,
       });
       return answer(b);
     },

@@ -9,10 +9,15 @@
  * | business item | whatever the service uses            | whatever the service uses |
  * | inbox marker  | `INBOX#<scope>#<dedup key>`          | `INBOX`                |
  * | outbox event  | `OUTBOX#<aggregateType>#<aggregateId>` | `EVENT#<eventId>` (UUIDv7, time-ordered) |
+ * | aggregate head | `OUTBOX#<aggregateType>#<aggregateId>` | `HEAD` (the last sequence number written) |
  *
- * All events of one aggregate share a partition key, so DynamoDB Streams delivers them to one shard
- * in commit order (and the relay's mapping reads a shard one batch at a time: ParallelizationFactor
- * 1, since a higher factor keeps order only per item).
+ * All events of one aggregate share a partition key, but every event is an item of its own, and
+ * DynamoDB Streams keeps the order of the records of one *item* only: the records of one
+ * aggregate's events may reach the relay out of order, within a batch or across batches. So order
+ * never rests on the stream: each event carries its place in its aggregate (`seq`, `prevSk`), the
+ * relay and the sweeper publish an aggregate's events in that order, and an event leaves only once
+ * its predecessor is published (lib/outbox/aggregateOrder.ts). The relay's mapping reads a shard
+ * one batch at a time (ParallelizationFactor 1), so one invocation at a time sees a shard.
  */
 export const OUTBOX_ATTR = {
   /** Partition key (S). */
@@ -63,6 +68,16 @@ export const OUTBOX_ATTR = {
   discardedAt: "discardedAt",
   /** `Type: message` of the error that parked it (S). */
   lastError: "lastError",
+  /**
+   * The event's place in its aggregate (N): 1, 2, 3, … with no gaps, written by the unit of work
+   * in the same transaction as the aggregate's head (`aggregateSequence`). Absent on events written
+   * without it (then order rests on the sort key and a read per aggregate per batch).
+   */
+  seq: "seq",
+  /** The sort key (S) of the aggregate's previous event (`seq - 1`); absent on the first. */
+  prevSk: "prevSk",
+  /** On the head: the sort key (S) of the aggregate's last event written. */
+  lastSk: "lastSk",
   // Inbox marker attributes
   /** Epoch ms (N) when the inbox marker was written. */
   receivedAt: "receivedAt",
@@ -99,6 +114,12 @@ export const OUTBOX_STREAM_VIEW_TYPE = "NEW_IMAGE";
 export const OUTBOX_PK_PREFIX = "OUTBOX#";
 /** Sort-key prefix of outbox events: `EVENT#<eventId>`. */
 export const OUTBOX_SK_PREFIX = "EVENT#";
+/**
+ * Sort key of an aggregate's head item (beside its events, `OUTBOX#<type>#<id>`): `seq` and
+ * `lastSk` of the last event written. It has no `pending`, so neither the stream filter nor the
+ * pending index sees it, and no TTL: it must outlive every pending event of its aggregate.
+ */
+export const OUTBOX_HEAD_SK = "HEAD";
 /** Partition-key prefix of inbox markers: `INBOX#<scope>#<dedup key>`. */
 export const INBOX_PK_PREFIX = "INBOX#";
 /** Sort key of every inbox marker. */
@@ -148,16 +169,28 @@ export const OUTBOX_IAM_ACTIONS = {
     "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",
   ],
-  /** The relay checks each aggregate's previous event with Query (order per aggregate), clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
-  relay: ["dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  /** The relay reads an aggregate's previous event where order is in doubt (BatchGetItem by its key; Query for events without a sequence number), clears `pending` with BatchWriteItem (puts) and parks with UpdateItem; plus the stream read actions that the event source mapping needs (DescribeStream, GetRecords, GetShardIterator, ListStreams). */
+  relay: [
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+  ],
   relayStream: [
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
     "dynamodb:ListStreams",
   ],
-  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and the table (each aggregate's previous event), and clears markers with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement). */
-  sweeper: ["dynamodb:Query", "dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+  /** The sweeper queries the pending index (on `<table>/index/pending-index`) and reads the table (each aggregate's previous event: BatchGetItem, or Query without a sequence number), and clears markers with fenced PartiQL UPDATEs (BatchExecuteStatement is authorised per statement). */
+  sweeper: [
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PartiQLUpdate",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+  ],
 } as const;
 
 /** The outbox's defaults: retention, pending shards, sweeper age. */

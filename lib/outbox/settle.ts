@@ -45,6 +45,11 @@ function publishedExpiry(item: Record<string, AttributeValue>, now: number): Att
   return item[A.expiresAt] ?? { N: String(Math.floor(now / 1000) + retention) };
 }
 
+/** `pk` NUL `sk`: an item's key as one string (what `clearPending` reports failed clears by). */
+export function eventKeyOf(item: Record<string, AttributeValue>): string {
+  return `${item[A.pk]?.S ?? ""}\u0000${item[A.sk]?.S ?? ""}`;
+}
+
 /**
  * Clears `pending` (and `pendingSince`) on published events, so they leave the sparse GSI.
  *
@@ -65,9 +70,10 @@ export async function clearPending(
   items: ReadonlyArray<Record<string, AttributeValue>>,
   publishedBy: "relay" | "sweeper",
   now: number,
-): Promise<{ cleared: number; failed: number; calls: number }> {
+): Promise<{ cleared: number; failed: number; calls: number; failedKeys: Set<string> }> {
   let calls = 0;
   let failed = 0;
+  const failedKeys = new Set<string>();
   const requests: WriteRequest[] = items.map((item) => {
     const { [A.pending]: _p, [A.pendingSince]: _s, ...rest } = item;
     return {
@@ -98,9 +104,10 @@ export async function clearPending(
         }
       }
       failed += todo.length;
+      for (const r of todo) failedKeys.add(eventKeyOf(r.PutRequest?.Item ?? {}));
     }),
   );
-  return { cleared: items.length - failed, failed, calls };
+  return { cleared: items.length - failed, failed, calls, failedKeys };
 }
 
 /**

@@ -4,8 +4,8 @@ import { describeError } from "../core/errors.ts";
 import { OUTBOX_ENV } from "../env.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
-import { predecessorStates } from "./aggregateOrder.ts";
-import { type OutboxEvent, parseOutboxItem } from "./outboxEvent.ts";
+import { createOrderCheck } from "./aggregateOrder.ts";
+import { type OutboxEvent, parseOutboxItem, positionOf } from "./outboxEvent.ts";
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "./schema.ts";
 import { clearPendingFenced, park } from "./settle.ts";
@@ -40,6 +40,8 @@ export interface OutboxSweeperOptions {
   readonly batchSize?: number;
   /** Must equal the writers' pendingShards. @default 8 */
   readonly pendingShards?: number;
+  /** As the relay's (`OutboxRelayOptions.unnumberedEvents`). @default OUTBOX_UNNUMBERED_EVENTS !== "false" (true) */
+  readonly unnumberedEvents?: boolean;
   /** @default OUTBOX_PARKING_QUEUE_URL */
   readonly parkingQueueUrl?: string;
   readonly sqs?: SQSClient;
@@ -187,35 +189,39 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
     return { pendingCount, oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, t - oldest) };
   };
 
-  /** Per aggregate in creation order (sk holds the UUIDv7 event id), aggregates oldest first. */
+  const orderCheck = createOrderCheck(client, tableName, {
+    unnumberedEvents: options.unnumberedEvents ?? process.env[OUTBOX_ENV.unnumberedEvents] !== "false",
+  });
+
+  /**
+   * Per aggregate in its own order (the sequence numbers, else the UUIDv7 sort keys), aggregates
+   * oldest first. Order per aggregate (aggregateOrder.ts), the relay's rule: the first due event of
+   * an aggregate, and one after a gap among its due events, reads its predecessor; if that is
+   * still pending (not due yet, e.g. requeued) or parked, it and the rest of its aggregate wait.
+   */
   const planDue = async (cutoff: number): Promise<{ plans: SweepPlan[]; truncated: boolean }> => {
     const perShard = Math.max(1, Math.ceil(maxEvents / shards));
     const results = await Promise.all(
       Array.from({ length: shards }, (_, s) => queryDue(String(s), cutoff, perShard)),
     );
-    const byAggregate = new Map<string, Due[]>();
-    for (const d of results.flatMap((r) => r.items).sort((a, b) => a.since - b.since || bySk(a, b))) {
-      const pk = d.item[A.pk]?.S ?? "";
-      byAggregate.set(pk, [...(byAggregate.get(pk) ?? []), d]);
-    }
-    // Order per aggregate (aggregateOrder.ts): an aggregate whose oldest due event has an older
-    // event still pending (not due yet, e.g. requeued) or parked waits; nothing of it goes out.
-    const predecessors = await predecessorStates(
-      client,
-      tableName,
-      [...byAggregate].map(([pk, list]) => ({ pk, sk: list.sort(bySk)[0]!.sk })),
+    const due = results.flatMap((r) => r.items).sort((a, b) => a.since - b.since || bySk(a, b));
+    const chains = await orderCheck.chains(
+      due.map((d) => ({ ref: d, pk: d.item[A.pk]?.S ?? "", sk: d.sk, position: positionOf(d.item) })),
     );
+    const oldest = (c: (typeof chains)[number]) => Math.min(...c.events.map((e) => e.ref.since));
     const plans: SweepPlan[] = [];
-    for (const [pk, list] of byAggregate) {
-      const state = predecessors.get(pk)?.state;
+    for (const chain of chains.sort((a, b) => oldest(a) - oldest(b))) {
       let before: SweepPlan | undefined;
-      for (const due of list) {
-        const plan: SweepPlan = { due, pk, before };
-        if (state === "waiting") plan.outcome = "held";
-        if (state === "unknown") plan.outcome = "failed";
+      let blocked: SweepOutcome | undefined;
+      chain.events.forEach((e, k) => {
+        const gate = chain.gates[k]!;
+        if (!blocked && gate.kind === "waiting") blocked = "held";
+        if (!blocked && gate.kind === "unknown") blocked = "failed";
+        const plan: SweepPlan = { due: e.ref, pk: chain.pk, before };
+        if (blocked) plan.outcome = blocked;
         plans.push(plan);
         before = plan;
-      }
+      });
     }
     return { plans, truncated: results.some((r) => r.more) };
   };

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type AttributeValue,
   type CancellationReason,
@@ -11,6 +12,7 @@ import { marshall, type NativeAttributeValue, unmarshall } from "@aws-sdk/util-d
 import type { Envelope } from "../core/envelope.ts";
 import { KeyReuseError, PermanentError, TransientError } from "../core/errors.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { type AggregateHeads, createAggregateHeads, type HeadWrite } from "./aggregateHeads.ts";
 import {
   BusinessConditionFailedError,
   TransactionConflictError,
@@ -20,7 +22,13 @@ import {
   UnitOfWorkTooLargeError,
 } from "./errors.ts";
 import { itemSize, TRANSACTION_LIMITS } from "./itemSize.ts";
-import { type NewOutboxEvent, type OutboxEvent, resolveNewEvent, toOutboxItem } from "./outboxEvent.ts";
+import {
+  type AggregatePosition,
+  type NewOutboxEvent,
+  type OutboxEvent,
+  resolveNewEvent,
+  toOutboxItem,
+} from "./outboxEvent.ts";
 import { OUTBOX_ATTR as A, INBOX_ITEM_TYPE, INBOX_SK, inboxPk, OUTBOX_DEFAULTS } from "./schema.ts";
 
 /**
@@ -31,7 +39,8 @@ import { OUTBOX_ATTR as A, INBOX_ITEM_TYPE, INBOX_SK, inboxPk, OUTBOX_DEFAULTS }
  *
  *   [0]      Put INBOX#<scope>#<id>   if absent (or past its TTL)   ← the dedup mark
  *   [1..k]   the handler's Put / Update / Delete / ConditionCheck
- *   [k+1..]  Put OUTBOX#<aggregate>/EVENT#<uuidv7>  if absent        ← the events, pending
+ *   [k+1..]  Put OUTBOX#<aggregate>/EVENT#<uuidv7>  if absent        ← the events, pending, numbered
+ *   [..n]    Update OUTBOX#<aggregate>/HEAD  if as last seen         ← one per aggregate (aggregateHeads.ts)
  *
  * - A redelivered message fails the marker's condition, so nothing of it is applied again:
  *   exactly-once effects inside DynamoDB with no lease, no second write to "complete", and no
@@ -131,6 +140,14 @@ export interface UnitOfWorkOptions {
   readonly eventRetentionSeconds?: number;
   /** Shards of the sparse pending GSI; the sweeper must use the same number. @default 8 */
   readonly pendingShards?: number;
+  /**
+   * Number each aggregate's events 1, 2, 3, … in the transaction, with a head item per aggregate
+   * (one more action: 2 write units). The relay then reads nothing for an event whose predecessor
+   * it published itself, and reads the predecessor by its key where order is in doubt (a gap, a cold
+   * container). `false`: no head; the relay reads each aggregate's newest older event once per batch
+   * (a Query), as before. Writer and relay need no other agreement. @default true
+   */
+  readonly aggregateSequence?: boolean;
   /** Destination of events that do not name one. */
   readonly defaultDestination?: string;
   /**
@@ -168,9 +185,11 @@ interface Staged {
   readonly action: TransactWriteItem;
   readonly label: string;
   readonly onConditionFailed: StageOptions["onConditionFailed"];
-  readonly kind: "marker" | "business" | "event";
+  readonly kind: "marker" | "business" | "event" | "head";
   readonly bytes: number;
   readonly itemKey: string | undefined;
+  /** A head's aggregate partition key. */
+  readonly pk?: string;
 }
 
 const marshallOptions = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
@@ -281,6 +300,13 @@ const STAGE_BUILDERS: { readonly [K in StagedKind]: (write: StagedWrites[K], tab
     },
   };
 
+/**
+ * Attempts of one unit of work when only aggregate heads moved under it (a stale guess, or other
+ * writers of the aggregate committing first: with k of them at once, the last needs k attempts).
+ * After that, a transient TransactionConflictError: the message is retried.
+ */
+const HEAD_ATTEMPTS = 10;
+
 const THROTTLING = new Set(["ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"]);
 const REJECTED = new Set(["ValidationError", "ItemCollectionSizeLimitExceeded"]);
 
@@ -340,8 +366,8 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
   };
 
   /** An outbox event's put: an event id is written once. */
-  const eventWrite = (event: OutboxEvent): Staged => {
-    const item = toOutboxItem(event, { retentionSeconds, pendingShards });
+  const eventWrite = (event: OutboxEvent, position: AggregatePosition | undefined): Staged => {
+    const item = toOutboxItem(event, { retentionSeconds, pendingShards, ...(position ? { position } : {}) });
     return {
       action: {
         Put: {
@@ -363,86 +389,91 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
     };
   };
 
+  const heads: AggregateHeads | undefined =
+    options.aggregateSequence === false ? undefined : createAggregateHeads();
+
+  /** The events' puts (numbered when `aggregateSequence`) and one head update per aggregate. */
+  const eventActions = (
+    events: ReadonlyArray<OutboxEvent>,
+  ): { staged: Staged[]; headWrites: HeadWrite[] } => {
+    if (!heads) return { staged: events.map((e) => eventWrite(e, undefined)), headWrites: [] };
+    const { positions, heads: headWrites } = heads.plan(events, tableName);
+    const headStaged = headWrites.map(
+      (h): Staged => ({
+        action: h.action,
+        label: `head:${h.pk}`,
+        onConditionFailed: undefined,
+        kind: "head",
+        bytes: itemSize(h.action.Update!.Key!) + valuesBytes(h.action.Update!.ExpressionAttributeValues),
+        itemKey: identity(tableName, h.action.Update!.Key!),
+        pk: h.pk,
+      }),
+    );
+    return { staged: [...events.map((e, i) => eventWrite(e, positions[i])), ...headStaged], headWrites };
+  };
+
+  /**
+   * Commits: marker + business writes + events (+ heads). When only aggregate heads moved under it
+   * (this container's guess was stale, or another writer of the aggregate committed first), the
+   * heads are learned from the cancellation and the transaction is sent again, renumbered.
+   */
+  const commit = async (
+    unit: { envelope: Envelope; written: ReadonlyArray<Staged>; events: ReadonlyArray<OutboxEvent> },
+    payloadHash: string | undefined,
+  ): Promise<{ status: "committed"; actions: number; estimatedBytes: number } | Interpreted> => {
+    for (let attempt = 1; ; attempt++) {
+      const { staged: eventStaged, headWrites } = eventActions(unit.events);
+      const staged = [...unit.written, ...eventStaged];
+      const estimatedBytes = preflight(staged, unit.events.length, headWrites.length, limits);
+      try {
+        await client.send(new TransactWriteItemsCommand({ TransactItems: staged.map((s) => s.action) }));
+        heads?.committed(headWrites);
+        return { status: "committed", actions: staged.length, estimatedBytes };
+      } catch (error) {
+        const outcome = interpretFailure(error, staged, payloadHash, scope, unit.envelope.id);
+        if (outcome.status !== "head-moved") return outcome;
+        for (const h of outcome.heads) if (h.learned) heads?.learned(h.pk, h.item);
+        if (attempt >= HEAD_ATTEMPTS) {
+          return {
+            status: "error",
+            error: new TransactionConflictError(
+              `the heads of ${outcome.heads.map((h) => h.pk).join(", ")} kept moving (${attempt} attempts)`,
+              { cause: error },
+            ),
+          };
+        }
+        // A conflict, or a head that keeps moving: back off a little (jittered) before the next try.
+        if (attempt > 1 || outcome.heads.some((h) => !h.learned)) await sleep(Math.random() * 10 * attempt);
+      }
+    }
+  };
+
   return {
     tableName,
     scope,
     async run(envelope, handler) {
       const t = now();
-      const staged: Staged[] = [];
-      const eventIds: string[] = [];
-      const events: OutboxEvent[] = [];
-      let counter = 0;
-
       const payloadHash = options.detectKeyReuse
         ? createHash("sha256").update(envelope.raw).digest("hex")
         : undefined;
-      staged.push(markerWrite(envelope, t, payloadHash));
-
-      let sealed = false;
-      const stage = <K extends StagedKind>(
-        kind: K,
-        write: StagedWrites[K],
-        stageOptions: StageOptions | undefined,
-      ) => {
-        if (sealed)
-          throw new UnitOfWorkInvalidError(
-            "the unit of work was already committed; stage writes inside the handler",
-          );
-        counter++;
-        const table = write.TableName ?? tableName;
-        const { action, bytes, key } = STAGE_BUILDERS[kind](write, table);
-        staged.push({
-          action,
-          label: stageOptions?.label ?? `${kind}#${counter}`,
-          onConditionFailed: stageOptions?.onConditionFailed,
-          kind: "business",
-          bytes,
-          itemKey: identity(table, key),
-        });
-      };
-
-      const uow: UnitOfWork<typeof envelope.body> = {
-        envelope,
-        get actionCount() {
-          return staged.length;
-        },
-        put: (put, o) => stage("put", put, o),
-        update: (update, o) => stage("update", update, o),
-        delete: (del, o) => stage("delete", del, o),
-        conditionCheck: (check, o) => stage("conditionCheck", check, o),
-        publish(input) {
-          if (sealed)
-            throw new UnitOfWorkInvalidError(
-              "the unit of work was already committed; publish inside the handler",
-            );
-          const event = resolveNewEvent(input, {
-            now: t,
-            defaultDestination: options.defaultDestination,
-            incomingTraceparent: envelope.headers.traceparent,
-            causationId: envelope.id,
-            retentionSeconds,
-            pendingShards,
-          });
-          staged.push(eventWrite(event));
-          events.push(event);
-          eventIds.push(event.eventId);
-          return event.eventId;
-        },
-      };
-
-      const value = await handler(uow);
-      sealed = true;
-
-      // Pre-flight: everything DynamoDB would reject for size or shape, before anything is written.
-      const estimatedBytes = preflight(staged, events.length, limits);
-      try {
-        await client.send(new TransactWriteItemsCommand({ TransactItems: staged.map((s) => s.action) }));
-      } catch (error) {
-        const outcome = interpretFailure(error, staged, payloadHash, scope, envelope.id);
-        if (outcome.status === "duplicate") {
-          telemetry?.count(METRIC.duplicates);
-          return outcome;
-        }
+      const unit = await stageUnit(envelope, handler, t, payloadHash);
+      const outcome = await commit(unit, payloadHash);
+      if (outcome.status === "committed") {
+        telemetry?.count(METRIC.unitOfWorkCommitted);
+        const eventIds = unit.events.map((e) => e.eventId);
+        return {
+          status: "committed",
+          value: unit.value,
+          eventIds,
+          actions: outcome.actions,
+          estimatedBytes: outcome.estimatedBytes,
+        };
+      }
+      if (outcome.status === "duplicate") {
+        telemetry?.count(METRIC.duplicates);
+        return outcome;
+      }
+      if (outcome.status === "error") {
         if (
           outcome.error instanceof TransactionConflictError ||
           outcome.error instanceof TransactionThrottledError
@@ -451,22 +482,86 @@ export function createInboxOutbox(options: UnitOfWorkOptions): InboxOutbox {
         }
         throw outcome.error;
       }
-      telemetry?.count(METRIC.unitOfWorkCommitted);
-      return { status: "committed", value, eventIds, actions: staged.length, estimatedBytes };
+      throw new Error("unreachable: head-moved is handled in commit");
     },
   };
+
+  /** Runs the handler against a fresh unit of work; what it staged, sealed. */
+  async function stageUnit<TBody, T>(
+    envelope: Envelope<TBody>,
+    handler: UnitOfWorkHandler<TBody, T>,
+    t: number,
+    payloadHash: string | undefined,
+  ): Promise<{ envelope: Envelope<TBody>; written: Staged[]; events: OutboxEvent[]; value: T }> {
+    const written: Staged[] = [markerWrite(envelope, t, payloadHash)];
+    const events: OutboxEvent[] = [];
+    let counter = 0;
+    let sealed = false;
+    const open = (what: string) => {
+      if (sealed)
+        throw new UnitOfWorkInvalidError(
+          `the unit of work was already committed; ${what} inside the handler`,
+        );
+    };
+    const stage = <K extends StagedKind>(
+      kind: K,
+      write: StagedWrites[K],
+      stageOptions: StageOptions | undefined,
+    ) => {
+      open("stage writes");
+      counter++;
+      const table = write.TableName ?? tableName;
+      const { action, bytes, key } = STAGE_BUILDERS[kind](write, table);
+      written.push({
+        action,
+        label: stageOptions?.label ?? `${kind}#${counter}`,
+        onConditionFailed: stageOptions?.onConditionFailed,
+        kind: "business",
+        bytes,
+        itemKey: identity(table, key),
+      });
+    };
+    const uow: UnitOfWork<TBody> = {
+      envelope,
+      get actionCount() {
+        return written.length + events.length;
+      },
+      put: (put, o) => stage("put", put, o),
+      update: (update, o) => stage("update", update, o),
+      delete: (del, o) => stage("delete", del, o),
+      conditionCheck: (check, o) => stage("conditionCheck", check, o),
+      publish(input) {
+        open("publish");
+        const event = resolveNewEvent(input, {
+          now: t,
+          defaultDestination: options.defaultDestination,
+          incomingTraceparent: envelope.headers.traceparent,
+          causationId: envelope.id,
+          retentionSeconds,
+          pendingShards,
+        });
+        events.push(event);
+        return event.eventId;
+      },
+    };
+    const value = await handler(uow);
+    sealed = true;
+    return { envelope, written, events, value };
+  }
 }
 
 /** What DynamoDB would reject for size or shape; returns the transaction's estimated size. */
 function preflight(
   staged: ReadonlyArray<Staged>,
   eventCount: number,
+  headCount: number,
   limits: typeof TRANSACTION_LIMITS,
 ): number {
   const estimatedBytes = staged.reduce((sum, s) => sum + s.bytes, 0);
   if (staged.length > limits.maxActions) {
+    const writes = staged.length - 1 - eventCount - headCount;
     throw new UnitOfWorkTooLargeError(
-      `unit of work has ${staged.length} actions (inbox marker + ${staged.length - 1 - eventCount} writes + ${eventCount} events); one transaction holds at most ${limits.maxActions}`,
+      `unit of work has ${staged.length} actions (inbox marker + ${writes} writes + ${eventCount} events${headCount ? ` + ${headCount} aggregate head${headCount > 1 ? "s" : ""}` : ""}); one transaction holds at most ${limits.maxActions}`,
       staged.length,
       estimatedBytes,
     );
@@ -519,12 +614,24 @@ function unmarshallOld(
 
 type Interpreted =
   | { readonly status: "duplicate"; readonly firstReceivedAt: number | undefined }
-  | { readonly status: "error"; readonly error: Error };
+  | { readonly status: "error"; readonly error: Error }
+  /**
+   * Only aggregate heads stopped it: `learned` with the head as it is (its condition failed; ALL_OLD),
+   * or a conflict with another transaction on it (try again after a moment).
+   */
+  | {
+      readonly status: "head-moved";
+      readonly heads: ReadonlyArray<{
+        readonly pk: string;
+        readonly learned: boolean;
+        readonly item: Record<string, AttributeValue> | undefined;
+      }>;
+    };
 
 /** Maps a failed TransactWriteItems to duplicate / typed error. Exported for unit tests. */
 export function interpretFailure(
   error: unknown,
-  staged: ReadonlyArray<Pick<Staged, "label" | "kind" | "onConditionFailed">>,
+  staged: ReadonlyArray<Pick<Staged, "label" | "kind" | "onConditionFailed" | "pk">>,
   payloadHash: string | undefined,
   scope: string,
   id: string,
@@ -536,9 +643,28 @@ export function interpretFailure(
     const markerReason = reasons[0];
     if (markerReason?.Code === "ConditionalCheckFailed")
       return markerTaken(markerReason.Item, payloadHash, scope, id);
+    const moved = headsMoved(reasons, staged);
+    if (moved) return moved;
     return { status: "error", error: cancellationError(error, reasons, staged) };
   }
   return { status: "error", error: requestError(name, error) };
+}
+
+/** A cancellation that only aggregate heads caused (every other action's reason is `None`). */
+function headsMoved(
+  reasons: ReadonlyArray<CancellationReason>,
+  staged: ReadonlyArray<Pick<Staged, "kind" | "pk">>,
+): Extract<Interpreted, { status: "head-moved" }> | undefined {
+  const heads: Array<{ pk: string; learned: boolean; item: Record<string, AttributeValue> | undefined }> = [];
+  for (const [i, r] of reasons.entries()) {
+    const code = r.Code ?? "None";
+    if (code === "None") continue;
+    const s = staged[i];
+    const retryable = code === "ConditionalCheckFailed" || code === "TransactionConflict";
+    if (s?.kind !== "head" || s.pk === undefined || !retryable) return undefined;
+    heads.push({ pk: s.pk, learned: code === "ConditionalCheckFailed", item: r.Item });
+  }
+  return heads.length > 0 ? { status: "head-moved", heads } : undefined;
 }
 
 /** The inbox marker was there: a duplicate, or the same id reused for another payload. */
@@ -568,7 +694,8 @@ function cancellationError(
   staged: ReadonlyArray<Pick<Staged, "label" | "kind" | "onConditionFailed">>,
 ): Error {
   const codes = reasons.map((r) => r.Code ?? "None");
-  const failedIndex = codes.indexOf("ConditionalCheckFailed");
+  // A head's failed condition is never the handler's: with other reasons beside it, those decide.
+  const failedIndex = codes.findIndex((c, i) => c === "ConditionalCheckFailed" && staged[i]?.kind !== "head");
   if (failedIndex > 0) {
     const s = staged[failedIndex];
     const existing = unmarshallOld(reasons[failedIndex]?.Item);

@@ -240,7 +240,7 @@ describe("dedup store", () => {
     expect((await getItem("s6", "k3"))?.status?.S).toBe("IN_PROGRESS");
   });
 
-  it("coalesces concurrent claims of new keys into one request; a known key falls back to the conditional update", async () => {
+  it("coalesces concurrent claims of new keys into one request; a key known to exist is read, not written", async () => {
     const counted = new DynamoDBClient({});
     const requests = countRequests(counted);
     const store = createDedupStore({ tableName: table, scope: "s7", client: counted });
@@ -254,10 +254,43 @@ describe("dedup store", () => {
     );
     expect(results.slice(0, 24).every((r) => r.status === "claimed")).toBe(true);
     expect(results[24]).toEqual({ status: "duplicate", result: undefined });
-    // 25 claims: one BatchExecuteStatement, plus one UpdateItem for the key that already existed.
-    expect(
-      requests.byCommand.BatchExecuteStatementCommand! - (before.BatchExecuteStatementCommand ?? 0),
-    ).toBe(1);
-    expect(requests.byCommand.UpdateItemCommand! - (before.UpdateItemCommand ?? 0)).toBe(1);
+    // 25 claims: one BatchExecuteStatement of the 24 new keys, one strongly consistent read for the
+    // key this store completed, and no write of it (a write could only fail).
+    const delta = (c: string) => (requests.byCommand[c] ?? 0) - (before[c] ?? 0);
+    expect(delta("BatchExecuteStatementCommand")).toBe(1);
+    expect(delta("BatchGetItemCommand")).toBe(1);
+    expect(delta("UpdateItemCommand")).toBe(0);
+  });
+
+  it("a duplicate this container never saw costs its failed INSERT and a read, not a second write", async () => {
+    const counted = new DynamoDBClient({});
+    const requests = countRequests(counted);
+    const first = createDedupStore({ tableName: table, scope: "s8", client });
+    const lease = await first.claim("k", { payloadHash: "h" });
+    if (lease.status !== "claimed") throw new Error("expected claim");
+    await first.complete(lease.lease, '"done"');
+    await first.flush();
+    // Another environment: its container has never seen the key.
+    const other = createDedupStore({ tableName: table, scope: "s8", client: counted });
+    expect(await other.claim("k", { payloadHash: "h" })).toEqual({ status: "duplicate", result: '"done"' });
+    expect(requests.byCommand).toEqual({ BatchExecuteStatementCommand: 1, BatchGetItemCommand: 1 });
+    await expect(other.claim("k", { payloadHash: "other" })).rejects.toBeInstanceOf(KeyReuseError);
+    // An expired lease read this way is claimable: the conditional update takes it.
+    let clock = Date.now();
+    const leasing = createDedupStore({
+      tableName: table,
+      scope: "s8",
+      client,
+      leaseMs: 1_000,
+      now: () => clock,
+    });
+    const stuck = await leasing.claim("stuck");
+    if (stuck.status !== "claimed") throw new Error("expected claim");
+    clock += 1_500;
+    const later = createDedupStore({ tableName: table, scope: "s8", client: counted, now: () => clock });
+    const taken = await later.claim("stuck");
+    expect(taken.status).toBe("claimed");
+    if (taken.status === "claimed") expect(taken.lease.attempt).toBe(2);
+    counted.destroy();
   });
 });

@@ -7,7 +7,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { Envelope } from "reliable-consumers";
-import { createStreamPoller, OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
+import { createStreamPoller, OUTBOX_HEAD_SK, OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import type { StreamPollerOptions } from "../../lib/outbox/streamPoller.ts";
 import { dynamodbStreams } from "./clients.ts";
 
@@ -56,8 +56,16 @@ export async function scanAll(
   return items;
 }
 
+/**
+ * The items whose partition key starts with `prefix`; of an outbox partition, the events only (its
+ * aggregate head, sort key `HEAD`, is not an event; `headsOf` reads those).
+ */
 export const byPrefix = (items: Record<string, AttributeValue>[], prefix: string) =>
-  items.filter((i) => i.pk?.S?.startsWith(prefix));
+  items.filter((i) => i.pk?.S?.startsWith(prefix) && i.sk?.S !== OUTBOX_HEAD_SK);
+
+/** The aggregate heads among `items` whose partition key starts with `prefix`. */
+export const headsOf = (items: Record<string, AttributeValue>[], prefix: string) =>
+  items.filter((i) => i.pk?.S?.startsWith(prefix) && i.sk?.S === OUTBOX_HEAD_SK);
 
 export async function createQueue(sqs: SQSClient, name: string): Promise<string> {
   const fifo = name.endsWith(".fifo");

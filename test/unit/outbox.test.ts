@@ -331,7 +331,24 @@ describe("unit of work pre-flight (nothing is sent)", () => {
         tx.publish({ aggregateType: "a", aggregateId: "1", eventType: "E", payload: i });
     });
     await expect(run).rejects.toBeInstanceOf(UnitOfWorkTooLargeError);
-    await expect(run).rejects.toThrow(/101 actions/);
+    // The aggregate's head counts as an action too (aggregateSequence).
+    await expect(run).rejects.toThrow(
+      /102 actions \(inbox marker \+ 60 writes \+ 40 events \+ 1 aggregate head\)/,
+    );
+    const unnumbered = createInboxOutbox({
+      tableName: "t",
+      scope: "s",
+      client,
+      defaultDestination: "kafka:x",
+      aggregateSequence: false,
+    });
+    await expect(
+      unnumbered.run(envelope(), (tx) => {
+        for (let i = 0; i < 61; i++) tx.put({ Item: { pk: `A#${i}`, sk: "A" } });
+        for (let i = 0; i < 40; i++)
+          tx.publish({ aggregateType: "a", aggregateId: "1", eventType: "E", payload: i });
+      }),
+    ).rejects.toThrow(/102 actions \(inbox marker \+ 61 writes \+ 40 events\)/);
   });
 
   it("refuses an item over 400 KB and a unit over 4 MB", async () => {
