@@ -42,7 +42,8 @@ beforeAll(async () => {
     },
     kafkaCluster: kafka,
     seed: Number(process.env.CHAOS_SEED ?? 20261130),
-    log: () => {},
+    // CHAOS_VERBOSE=1 prints what each scenario does (its faults, its waits).
+    log: process.env.CHAOS_VERBOSE ? (line: string) => console.error(line) : () => {},
     settleTimeoutMs: 150_000,
     assembly,
   };

@@ -3,6 +3,8 @@
  * MSK IAM token (aws-msk-iam-sasl-signer-js, SASL OAUTHBEARER, as on MSK); what its role's policies
  * do not allow is refused with Kafka's own error codes, and recorded as a denial naming the grant.
  */
+
+import { createServer } from "node:net";
 import { generateAuthTokenFromCredentialsProvider } from "aws-msk-iam-sasl-signer-js";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -201,5 +203,44 @@ describe("the Kafka gateway (MSK IAM semantics)", () => {
       "kafka-cluster:DescribeGroup",
       arns.group(name("foreign-group")),
     ]);
+  });
+
+  it("makes a broker that is down look down: a refused dial reads as a connection error, so a client tries another broker", async () => {
+    // A port nothing listens on: the broker of this listener is down.
+    const dead = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, "127.0.0.1", () => {
+        const port = (s.address() as { port: number }).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const lone = await startKafkaGateway({
+      upstream: [`127.0.0.1:${dead}`],
+      clusterArn: () => CLUSTER,
+      denials,
+      principalOf: (key) => all.find((p) => p.credentials.accessKeyId === key),
+      evaluator: () => evaluator,
+    });
+    try {
+      const admin = new Kafka({
+        clientId: "dead-broker",
+        brokers: [...lone.brokers],
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+      }).admin();
+      let error = await admin.connect().then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      // kafkajs wraps what the connection saw (retries exceeded, non-retriable): the innermost.
+      type Wrapped = Error & { originalError?: Wrapped; cause?: Wrapped };
+      while ((error as Wrapped)?.originalError ?? (error as Wrapped)?.cause)
+        error = (error as Wrapped).originalError ?? (error as Wrapped).cause;
+      // Not KafkaJSConnectionClosedError (a clean close after accept, which kafkajs retries on the
+      // same broker) nor a SASL failure (never retried): kafkajs moves to another seed broker on this one.
+      expect(error?.name).toBe("KafkaJSConnectionError");
+      await admin.disconnect().catch(() => undefined);
+    } finally {
+      await lone.stop();
+    }
   });
 });

@@ -138,16 +138,26 @@ export async function startKafkaGateway(options: KafkaGatewayOptions): Promise<K
     const slots: Slot[] = [];
     let caller: FunctionPrincipal | undefined;
     let closeAfterFlush = false;
-    let chain = Promise.resolve();
-
     const close = () => {
       client.destroy();
       broker.destroy();
       sockets.delete(client);
       sockets.delete(broker);
     };
+    // Nothing is answered before the broker is reached, SASL included (the gateway answers that
+    // itself): a broker that is down must look down. A refused dial resets the client, which a
+    // client reads as a connection error, as it would read a refused connect, and so tries another
+    // broker; a close in the middle of SASL would read as a failed authentication, which kafkajs
+    // never retries (a consumer of a dead broker's listener then rejoined without end).
+    let chain = new Promise<void>((resolve) => {
+      if (!broker.connecting) return resolve();
+      broker.once("connect", () => resolve());
+    });
     client.on("error", close).on("close", close);
-    broker.on("error", close).on("close", close);
+    broker.on("close", close).on("error", () => {
+      if (!client.destroyed) client.resetAndDestroy();
+      close();
+    });
 
     const flush = () => {
       while (slots[0]?.ready) client.write(slots.shift()!.ready!);
