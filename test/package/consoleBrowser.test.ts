@@ -144,6 +144,8 @@ describe("the local console in Chromium, on examples/consumer-app", () => {
         /x-last-error\s*InvalidJsonError: /,
       );
       expect(await card.getByTestId("body").textContent()).toBe(`{"${marker}": <not json`);
+      // CONSOLE_SCREENSHOT=<file.png> keeps this view as a picture (the README's is made so).
+      if (process.env.CONSOLE_SCREENSHOT) await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT });
       const parkedId = (await card.getByTestId("message-id").textContent())!;
       // The consumer's log, its WARN lines: how many records it has parked so far.
       const parkedLines = async () => {
