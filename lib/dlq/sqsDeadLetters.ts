@@ -308,6 +308,7 @@ async function moveLetters(
   dlqUrl: string,
   destination: string,
   letters: ReadonlyArray<SqsDeadLetter>,
+  copies?: Set<string>,
 ): Promise<number> {
   const fifo = destination.endsWith(".fifo");
   const entries: SendMessageBatchRequestEntry[] = letters.map((l, k) => {
@@ -327,8 +328,9 @@ async function moveLetters(
   });
   const sent = await sqs
     .send(new SendMessageBatchCommand({ QueueUrl: destination, Entries: entries }))
-    .catch(() => ({ Successful: [] as { Id?: string }[] }));
+    .catch(() => ({ Successful: [] as { Id?: string; MessageId?: string }[] }));
   const ok = new Set((sent.Successful ?? []).map((s) => s.Id));
+  for (const s of sent.Successful ?? []) if (s.MessageId) copies?.add(s.MessageId);
   const confirmed = letters.filter((_, k) => ok.has(String(k)));
   if (confirmed.length > 0) {
     // Delete only what SQS confirmed; a delete that fails leaves a duplicate, never a loss.
@@ -372,6 +374,8 @@ export async function redriveSqsDeadLetters(
   let noDestination = 0;
   const byDestination: Record<string, number> = {};
   const leaveInPlace: Message[] = [];
+  /** The MessageIds of the copies this redrive sent: one that comes back is not moved again. */
+  const copies = new Set<string>();
 
   try {
     await sweep(
@@ -380,9 +384,9 @@ export async function redriveSqsDeadLetters(
       async (batch) => {
         const perDestination = new Map<string, SqsDeadLetter[]>();
         for (const l of batch) {
-          // Parked again while we redrive (a poison message the consumer parks at once): held until
-          // the end, not moved once more, or the redrive would chase its own copies round the loop.
-          if (l.deadLetteredAtMs >= startedAt) {
+          // A copy of ours, or parked again since we began (a poison message): held, not chased
+          // round the loop. Ids first: SentTimestamp is the service's clock, not ours.
+          if (copies.has(l.id) || l.deadLetteredAtMs >= startedAt) {
             leaveInPlace.push(l.message);
             continue;
           }
@@ -413,7 +417,7 @@ export async function redriveSqsDeadLetters(
             byDestination[destination] = (byDestination[destination] ?? 0) + letters.length;
             continue;
           }
-          const confirmed = await moveLetters(sqs, dlqUrl, destination, letters);
+          const confirmed = await moveLetters(sqs, dlqUrl, destination, letters, copies);
           progress.failed += letters.length - confirmed;
           progress.moved += confirmed;
           byDestination[destination] = (byDestination[destination] ?? 0) + confirmed;

@@ -18,3 +18,11 @@ declare module "kafkajs/src/network/requestQueue/index.js" {
     destroy(): void;
   }
 }
+
+// Only what the stopped-fetcher fix touches.
+declare module "kafkajs/src/consumer/runner.js" {
+  export default class Runner {
+    running: boolean;
+    fetch(nodeId: number): Promise<unknown[]>;
+  }
+}

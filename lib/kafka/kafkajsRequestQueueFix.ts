@@ -1,4 +1,6 @@
 import RequestQueue from "kafkajs/src/network/requestQueue/index.js";
+// The other kafkajs fix goes wherever this one does (every importer of this module needs both).
+import "./kafkajsStoppedFetcherFix.ts";
 
 /**
  * A fix for kafkajs 2.2.4's request queue (tulios/kafkajs#1751, still open; kafkajs has had no
