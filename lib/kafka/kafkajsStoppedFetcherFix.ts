@@ -1,4 +1,5 @@
-import { KafkaJSError } from "kafkajs";
+// kafkajs is CommonJS: its errors are no named export Node can see from an ES module.
+import kafkajs from "kafkajs";
 import Runner from "kafkajs/src/consumer/runner.js";
 
 /**
@@ -19,6 +20,7 @@ import Runner from "kafkajs/src/consumer/runner.js";
  * Patched when this module is first imported; `kafkajsRequestQueueFix.ts` imports it, so it is
  * wherever that fix is.
  */
+const { KafkaJSError } = kafkajs;
 const FIXED = Symbol.for("reliable-consumers.kafkajsStoppedFetcherFix");
 type Patched = typeof Runner.prototype & { [FIXED]?: true };
 const proto = Runner.prototype as Patched;
