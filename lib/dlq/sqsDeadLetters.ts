@@ -87,7 +87,8 @@ interface SweepOptions {
 async function sweep(
   sqs: SQSClient,
   queueUrl: string,
-  onBatch: (letters: SqsDeadLetter[]) => Promise<void>,
+  /** Returns how many of the letters were there before the sweep (default: all of them). */
+  onBatch: (letters: SqsDeadLetter[]) => Promise<unknown>,
   options: SweepOptions & { onTotal?: (n: number) => void } = {},
 ): Promise<void> {
   const attrs = await sqs.send(
@@ -116,8 +117,10 @@ async function sweep(
       continue;
     }
     empty = 0;
-    seen += messages.length;
-    await onBatch(messages.map(toSqsDeadLetter));
+    // Only what was there counts toward the depth: a copy that came back (a redrive into this
+    // queue) would end the sweep early, with older letters still unread behind a short receive.
+    const counted = await onBatch(messages.map(toSqsDeadLetter));
+    seen += typeof counted === "number" ? counted : messages.length;
   }
 }
 
@@ -344,6 +347,17 @@ async function moveLetters(
   return confirmed.length;
 }
 
+/** SQS's own move task, where it applies (a whole DLQ to one queue) and the endpoint has it. */
+async function moveTaskFirst(
+  sqs: SQSClient,
+  dlqUrl: string,
+  options: RedriveOptions,
+): Promise<RedriveResult | undefined> {
+  const whole = !options.dryRun && !isFiltering(options.filter ?? {});
+  if (options.useMoveTask === false || !options.toQueueUrl || !whole) return undefined;
+  return tryMoveTask(sqs, dlqUrl, options.toQueueUrl, options.onProgress);
+}
+
 /**
  * Moves messages from an SQS DLQ back to their source queue (`redrive --queue <dlq>`), with nothing
  * lost: a message is deleted from the DLQ only after SQS confirmed the send of its copy (per entry of
@@ -359,15 +373,8 @@ export async function redriveSqsDeadLetters(
   dlqUrl: string,
   options: RedriveOptions = {},
 ): Promise<RedriveResult> {
-  if (
-    options.useMoveTask !== false &&
-    options.toQueueUrl &&
-    !options.dryRun &&
-    !isFiltering(options.filter ?? {})
-  ) {
-    const viaTask = await tryMoveTask(sqs, dlqUrl, options.toQueueUrl, options.onProgress);
-    if (viaTask) return viaTask;
-  }
+  const viaTask = await moveTaskFirst(sqs, dlqUrl, options);
+  if (viaTask) return viaTask;
   const resolve = urlResolver(sqs);
   const startedAt = Date.now();
   const progress = { total: 0, seen: 0, moved: 0, skipped: 0, failed: 0 };
@@ -383,6 +390,7 @@ export async function redriveSqsDeadLetters(
       dlqUrl,
       async (batch) => {
         const perDestination = new Map<string, SqsDeadLetter[]>();
+        let before = 0;
         for (const l of batch) {
           // A copy of ours, or parked again since we began (a poison message): held, not chased
           // round the loop. Ids first: SentTimestamp is the service's clock, not ours.
@@ -390,6 +398,7 @@ export async function redriveSqsDeadLetters(
             leaveInPlace.push(l.message);
             continue;
           }
+          before++;
           progress.seen++;
           if (options.filter && !matchesFilter(options.filter, l)) {
             progress.skipped++;
@@ -423,6 +432,7 @@ export async function redriveSqsDeadLetters(
           byDestination[destination] = (byDestination[destination] ?? 0) + confirmed;
         }
         options.onProgress?.({ ...progress });
+        return before;
       },
       {
         ...(options.maxMessages ? { maxMessages: options.maxMessages } : {}),

@@ -2,6 +2,7 @@ import {
   CreateQueueCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
+  type Message,
   ReceiveMessageCommand,
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
@@ -581,16 +582,22 @@ describe("SQS DLQ: inspect and redrive", () => {
       "sqs-original-2",
     );
     expect(await redriveSqsDeadLetters(client, dlq.url)).toMatchObject({ moved: 2, failed: 0 });
-    const out = await client.send(
-      new ReceiveMessageCommand({
-        QueueUrl: source.url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-        MessageAttributeNames: ["All"],
-        MessageSystemAttributeNames: ["All"],
-      }),
-    );
-    const copies = out.Messages ?? [];
+    // One receive may return fewer messages than the queue holds (SQS samples; LocalStack's long
+    // poll answers with the first): receive until both copies are in hand, a bounded number of times.
+    const copies: Message[] = [];
+    for (let i = 0; i < 10 && copies.length < 2; i++) {
+      const out = await client.send(
+        new ReceiveMessageCommand({
+          QueueUrl: source.url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          VisibilityTimeout: 120,
+          MessageAttributeNames: ["All"],
+          MessageSystemAttributeNames: ["All"],
+        }),
+      );
+      copies.push(...(out.Messages ?? []));
+    }
     expect(copies).toHaveLength(2);
     const ids = await Promise.all(
       copies.map(async (m) => {
