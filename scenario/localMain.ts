@@ -236,6 +236,9 @@ function logHostStats(runtime: LocalRuntime): void {
     log(
       `  ${s.name}: ${s.invocations} invocations, ${s.coldStarts} cold starts, limit ${s.concurrencyLimit}`,
     );
+  // Where the emulators' load came from: every AWS call of the run, by operation.
+  const ops = [...runtime.enforcement.gateway.operations].sort((a, b) => b[1] - a[1]);
+  log(`  AWS calls: ${ops.map(([op, n]) => `${op} ${n}`).join(", ")}`);
 }
 
 async function main(): Promise<number> {

@@ -9,7 +9,9 @@
  * ```
  *
  * Checked against docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html as quoted by
- * Middy's event-batch-response and the aws-lambda-rust-runtime `KafkaEventResponse` type: a flat
+ * Middy's event-batch-response, and against Powertools for AWS Lambda (Python)'s `KafkaItemIdentifier`
+ * (`partition: str`, `offset: int`; `EventType.Kafka`, aws-powertools/powertools-lambda-python#7941);
+ * the aws-lambda-rust-runtime `KafkaEventResponse` (an open pull request, #1164) agrees: a flat
  * string identifier is invalid for Kafka, and an identifier naming a partition or offset that was not
  * in the event fails the whole batch. Lambda resumes each reported partition at the given offset;
  * partitions not named are committed in full. So we report, per partition, the *lowest* offset that

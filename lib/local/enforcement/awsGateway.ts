@@ -49,6 +49,8 @@ export interface AwsGateway {
   enforce(access: AccessModel, evaluator: IamEvaluator, arns: GatewayArns): void;
   /** Requests seen, by service (for the overhead figures). */
   readonly counts: Readonly<Record<GatewayService, number>>;
+  /** Requests seen, by `service:Operation` (where an emulator's load comes from). */
+  readonly operations: ReadonlyMap<string, number>;
   stop(): Promise<void>;
 }
 
@@ -109,6 +111,7 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     glue: 0,
     secretsmanager: 0,
   };
+  const operations = new Map<string, number>();
   /** Receipt handle → when SQS handed it out (12 h visibility limit). */
   const received = new Map<string, number>();
   /** Queue path (`/<account>/<name>`) → the URL the emulator gave it. */
@@ -231,6 +234,10 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     const what = classify(req, body);
     const service = what?.service ?? "sqs";
     counts[service]++;
+    if (what) {
+      const op = `${service}:${what.operation}`;
+      operations.set(op, (operations.get(op) ?? 0) + 1);
+    }
     const upstream = upstreams[service];
     if (!upstream) {
       reply(res, service, {
@@ -337,6 +344,7 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     endpoint: origin,
     functionEndpoint: functionSide.origin,
     counts,
+    operations,
     enforce(access, evaluator, arns) {
       enforcement = {
         access,
