@@ -39,7 +39,7 @@ if (only && [...only].every((k) => k === "coldstart")) {
   process.exit(0);
 }
 
-const emulators = await startEmulators({ kafka: "mock" });
+const emulators = await startEmulators({ kafka: "mock", fullJit: true });
 process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";

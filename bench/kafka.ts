@@ -110,7 +110,7 @@ async function measure(
 export async function runKafkaBench(): Promise<Record<string, unknown>> {
   let emulators: Emulators | undefined;
   if (!process.env.AWS_ENDPOINT_URL_DYNAMODB && !process.env.AWS_ENDPOINT_URL) {
-    emulators = await startEmulators();
+    emulators = await startEmulators({ fullJit: true });
     // DynamoDB Local's JVM gets ~2.5x faster over its first ~20,000 requests (npm run bench does this once).
     const { warmUp } = await import("./sqsIdempotency.ts");
     await warmUp();

@@ -193,7 +193,7 @@ interface ScenarioResult {
  * scenario to the third, and whichever ran last looked slowest.
  */
 async function onOwnDynamoDb<T>(run: (endpoint: string) => Promise<T>): Promise<T> {
-  const ddb = await startDynamoDbLocal();
+  const ddb = await startDynamoDbLocal({ fullJit: true });
   try {
     return await run(ddb.endpoint);
   } finally {
@@ -419,7 +419,7 @@ export async function runOutboxBench(
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { startEmulators } = await import("../lib/local/emulators.ts");
-  const emulators = await startEmulators();
+  const emulators = await startEmulators({ fullJit: true });
   process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
   try {
     console.log(JSON.stringify(await runOutboxBench(), null, 2));

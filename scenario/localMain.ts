@@ -8,11 +8,12 @@
  *
  *   npm run local -- [--messages 2000] [--duplicates 10] [--poison 1] [--long-jobs 3] [--keep]
  *                    [--cdk-out <dir>] [--timeout 600] [--verbose] [--kafka mock|real]
- *                    [--rate 100 --duration 60]
+ *                    [--rate 100 --duration 60 [--warmup 20]]
  *
  * `--rate N --duration S` offers a steady N orders per second for S seconds (N × S messages)
  * instead of a burst, so the e2e latency (send to charge, and its legs) measures the path, not the
- * queue a burst builds.
+ * queue a burst builds. `--warmup W` reports the same figures again (`afterWarmup`) over the orders
+ * sent after the first W seconds, past the JIT's and the cold starts' backlog.
  *
  * Kafka is a real Apache Kafka broker (KRaft, from Maven Central), as MSK runs: topics as the stack
  * declares them, the idempotent producer, no 9 s group joins. `--kafka mock` runs it on librdkafka's
@@ -106,6 +107,7 @@ function cliOptions() {
       kafka: { type: "string", default: "real" },
       rate: { type: "string" },
       duration: { type: "string" },
+      warmup: { type: "string" },
       "enforce-iam": { type: "boolean", default: true },
       ...CONSOLE_ARGS,
       help: { type: "boolean", default: false },
@@ -114,7 +116,7 @@ function cliOptions() {
   });
   if (values.help) {
     log(
-      "usage: npm run local -- [--messages N | --rate N --duration S] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam] [--console-port N] [--no-console]",
+      "usage: npm run local -- [--messages N | --rate N --duration S [--warmup S]] [--duplicates PCT] [--poison PCT] [--long-jobs N] [--keep] [--cdk-out DIR] [--timeout S] [--kafka mock|real] [--no-enforce-iam] [--console-port N] [--no-console]",
     );
     return undefined;
   }
@@ -130,7 +132,10 @@ function cliOptions() {
     longJobs: Number(values["long-jobs"]),
     longJobMs: Number(values["long-job-ms"]),
     ...(rate !== undefined ? { rate } : {}),
+    ...(values.warmup !== undefined ? { warmupSeconds: Number(values.warmup) } : {}),
   };
+  if (options.warmupSeconds !== undefined && !(options.warmupSeconds >= 0 && rate !== undefined))
+    throw new Error("--warmup takes seconds (>= 0) of a steady run (--rate and --duration)");
   if (!Number.isInteger(options.messages) || options.messages < 1)
     throw new Error("--messages (or --rate × --duration) must be a positive integer");
   return { values, options };
@@ -157,6 +162,7 @@ function scenarioResult(
     e2eP50Ms: c.e2eP50Ms,
     e2eP99Ms: c.e2eP99Ms,
     e2eStagesMs: c.e2eStagesMs,
+    ...(c.afterWarmup ? { afterWarmup: { fromSecond: sent.warmupSeconds, ...c.afterWarmup } } : {}),
     // The offered rate (`--rate`, else a burst) and what the sends achieved.
     offeredRate: sent.offeredRate ?? "burst",
     sendRate: sent.sendRate,

@@ -26,6 +26,11 @@ export interface ScenarioOptions {
    * spaced evenly) instead of as fast as SQS takes them. @default none: a burst
    */
   readonly rate?: number;
+  /**
+   * Seconds at the start of a steady run whose orders the `afterWarmup` latencies leave out: the
+   * JVMs' JIT and the functions' cold starts, not the path. @default 0 (no `afterWarmup` figures)
+   */
+  readonly warmupSeconds?: number;
 }
 
 /** The reference service's pieces, found from the materialised app (not from hard-coded names). */
@@ -89,6 +94,10 @@ export interface SentLog {
   readonly sendRate: number;
   /** The steady rate offered (`ScenarioOptions.rate`), if any. */
   readonly offeredRate: number | undefined;
+  /** When the first send left (the client's clock). */
+  readonly startedAt: number;
+  /** `ScenarioOptions.warmupSeconds`. */
+  readonly warmupSeconds: number;
 }
 
 /**
@@ -186,6 +195,8 @@ export async function sendOrders(
     longJobs,
     sendRate: Math.round(sends.length / Math.max(sendSeconds, 0.001)),
     offeredRate: options.rate,
+    startedAt: started,
+    warmupSeconds: options.warmupSeconds ?? 0,
   };
 }
 
@@ -283,6 +294,8 @@ export interface Census {
   readonly e2eP99Ms: number;
   /** The legs of send → charge (p50 and p99 of each), from the stored timestamps. */
   readonly e2eStagesMs: Record<"toCommit" | "toPublish" | "toCharge", { p50: number; p99: number }>;
+  /** The same three figures over the orders sent after `SentLog.warmupSeconds`, when set. */
+  readonly afterWarmup?: Pick<Census, "e2eP50Ms" | "e2eP99Ms" | "e2eStagesMs">;
 }
 
 const percentile = (sorted: number[], p: number) =>
@@ -437,6 +450,17 @@ export async function census(args: {
     lostDetail: { notStored, notPublished, notCharged, poisonNotParked, longJobsNotDone },
     duplicateEffects,
     ...latencyFigures(orderIds, sent, chargedAt, outboxItems),
+    // The same figures over the orders sent after the warm-up: the path at a steady state.
+    ...(sent.warmupSeconds > 0
+      ? {
+          afterWarmup: latencyFigures(
+            orderIds.filter((o) => sent.firstSentAt.get(o)! >= sent.startedAt + sent.warmupSeconds * 1000),
+            sent,
+            chargedAt,
+            outboxItems,
+          ),
+        }
+      : {}),
   };
 }
 

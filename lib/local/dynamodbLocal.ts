@@ -31,6 +31,14 @@ export interface DynamoDbLocalOptions {
    * finds its tables, items and streams again (chaos tests). @default in memory
    */
   readonly dbPath?: string;
+  /**
+   * Full JIT (C1 and C2). Off by default, as for our Kafka brokers: in its first minutes C2 alone
+   * took more of DynamoDB Local's CPU than the database work (11 s against 5 s of SQLite in the
+   * first 77 s of `npm run local -- --rate 50`), on a machine whose cores the functions, the
+   * brokers and the runtime share. Benchmarks turn it on to measure the warmed-up emulator.
+   * @default false
+   */
+  readonly fullJit?: boolean;
 }
 
 const JAVA_HINT = "apt-get install -y openjdk-17-jre-headless (DynamoDB Local needs Java 17+)";
@@ -94,6 +102,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   const launcherDir = compiledLauncher(dist);
   const lib = join(dist, "DynamoDBLocal_lib");
   const args = [
+    ...(options.fullJit ? [] : ["-XX:TieredStopAtLevel=1"]),
     `-Djava.library.path=${lib}`,
     "-cp",
     `${launcherDir}:${join(dist, "DynamoDBLocal.jar")}:${join(lib, "*")}`,

@@ -61,6 +61,8 @@ export interface EmulatorOptions {
    * region and credentials are the user's (`upstreamIdentity`). @default none: all embedded
    */
   readonly upstreams?: Upstreams;
+  /** DynamoDB Local with full JIT (`DynamoDbLocalOptions.fullJit`), for benchmarks. @default false */
+  readonly fullJit?: boolean;
 }
 
 /** The region the emulators and the local runtime use. */
@@ -134,7 +136,9 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   // The real cluster's JVMs start after DynamoDB Local's: on two cores, up to five JVMs starting at
   // once starve one another past their start timeouts. The mock (kcat) starts alongside.
   const first = await Promise.allSettled([
-    up.dynamodb ? theirs(up.dynamodb.url) : startDynamoDbLocal().then(embedded),
+    up.dynamodb
+      ? theirs(up.dynamodb.url)
+      : startDynamoDbLocal({ fullJit: options.fullJit ?? false }).then(embedded),
     up.sqs ? theirs(up.sqs.url) : startSqsLocal().then(embedded),
     ...(kafkaBrokers
       ? [
