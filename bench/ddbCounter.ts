@@ -13,6 +13,11 @@ export interface DynamoDbCount {
   writeUnits: number;
   readUnits: number;
   byCommand: Record<string, number>;
+  /**
+   * Milliseconds with at least one request in flight: against a run's wall time, the share in which
+   * DynamoDB had work from this client at all (where a ceiling fraction's rest goes).
+   */
+  busyMs: number;
 }
 
 type Input = {
@@ -52,7 +57,9 @@ function readUnitsOf(name: string, input: Input | undefined, output: unknown): n
 
 /** Counts every HTTP request a DynamoDB client sends (retries included), with an SDK middleware. */
 export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
-  const count: DynamoDbCount = { requests: 0, writeUnits: 0, readUnits: 0, byCommand: {} };
+  const count: DynamoDbCount = { requests: 0, writeUnits: 0, readUnits: 0, byCommand: {}, busyMs: 0 };
+  let inFlight = 0;
+  let busySince = 0;
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const name = (context.commandName ?? "unknown").replace(/Command$/, "");
@@ -60,9 +67,14 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
       count.byCommand[name] = (count.byCommand[name] ?? 0) + 1;
       const input = (args as { input?: Input }).input;
       count.writeUnits += writeUnitsOf(name, input);
-      const out = await next(args);
-      count.readUnits += readUnitsOf(name, input, out.output);
-      return out;
+      if (inFlight++ === 0) busySince = performance.now();
+      try {
+        const out = await next(args);
+        count.readUnits += readUnitsOf(name, input, out.output);
+        return out;
+      } finally {
+        if (--inFlight === 0) count.busyMs += performance.now() - busySince;
+      }
     },
     { step: "initialize", name: "benchCountDynamoDb" },
   );

@@ -100,6 +100,8 @@ export interface SideResult {
   readUnitsPerNewMessage: number;
   /** Write units per second over the whole run: what the ceiling probe is compared with. */
   writeUnitsPerSec: number;
+  /** Share of the run's wall time with a DynamoDB request of this side in flight. */
+  ddbBusyShare: number;
   byCommand: Record<string, number>;
 }
 
@@ -147,6 +149,7 @@ export async function runSide(
     writeUnitsPerNewMessage: round(count.writeUnits / unique, 3),
     readUnitsPerNewMessage: round(count.readUnits / unique, 3),
     writeUnitsPerSec: Math.round(count.writeUnits / seconds),
+    ddbBusyShare: round(count.busyMs / (seconds * 1000), 3),
     byCommand: count.byCommand,
   };
 }
@@ -274,5 +277,11 @@ function summarise(o: SqsBenchOptions, rounds: Round[]) {
         .perSec,
     },
     roundFractions: rounds.map((r) => r.fractions),
+    // Where the rest of the ceiling goes: the share of each side's median round with no DynamoDB
+    // request of its own in flight (its handlers, the SQS calls, the consumer's own CPU).
+    ddbBusyShare: {
+      ours: medianOf(rounds, (r) => r.ours.msgsPerSec).ours.ddbBusyShare,
+      powertools: medianOf(rounds, (r) => r.powertools.msgsPerSec).powertools.ddbBusyShare,
+    },
   };
 }
