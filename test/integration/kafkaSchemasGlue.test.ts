@@ -157,6 +157,87 @@ describe("Avro with AWS Glue Schema Registry (moto)", () => {
   });
 });
 
+/**
+ * A Glue client on moto whose answers carry the statuses given, in order, per command (moto's own
+ * versions are AVAILABLE at once): Glue's compatibility check brought about by count, not by time.
+ */
+function glueAnswering(statuses: { register?: string[]; getVersion?: string[] }) {
+  const client = new GlueClient({
+    endpoint: moto.endpoint,
+    region: "eu-west-1",
+    credentials: { accessKeyId: "test", secretAccessKey: "test" },
+    maxAttempts: 1,
+  });
+  const calls = { register: 0, getVersion: 0 };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const out = await next(args);
+      const output = out.output as { Status?: string };
+      const which =
+        context.commandName === "RegisterSchemaVersionCommand"
+          ? "register"
+          : context.commandName === "GetSchemaVersionCommand"
+            ? "getVersion"
+            : undefined;
+      if (which) {
+        const status = statuses[which]?.[calls[which]++];
+        if (status) output.Status = status;
+      }
+      return out;
+    },
+    { step: "initialize", name: "glueStatuses" },
+  );
+  return { client, calls };
+}
+
+describe("Glue's compatibility check: a version is written with only once it is AVAILABLE (issue 26 item 2)", () => {
+  const subject = { subject: "payments-checked", format: "AVRO" as const };
+  const v1 = { ...subject, definition: JSON.stringify(PaymentV1) };
+  const v2 = { ...subject, definition: JSON.stringify(PaymentV2) };
+
+  it("a PENDING version is polled with GetSchemaVersion until AVAILABLE", async () => {
+    await glueRegistry({ client: glue, registryName: REGISTRY }).idFor(v1, { register: true });
+    const { client, calls } = glueAnswering({ register: ["PENDING"], getVersion: ["PENDING", "PENDING"] });
+    const registry = glueRegistry({ client, registryName: REGISTRY, pendingPollsMs: [0, 0, 0] });
+    const id = await registry.idFor(v2, { register: true });
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    // Two PENDING answers, then moto's own AVAILABLE.
+    expect(calls.getVersion).toBe(3);
+  });
+
+  it("FAILURE (the definition breaks the compatibility mode) is UnknownSchemaError: nothing is framed with it", async () => {
+    const { client } = glueAnswering({ register: ["FAILURE"] });
+    const registry = glueRegistry({ client, registryName: REGISTRY });
+    await expect(registry.idFor(v2, { register: true })).rejects.toBeInstanceOf(UnknownSchemaError);
+    const refusing = glueRegistry({
+      client: glueAnswering({ register: ["FAILURE"] }).client,
+      registryName: REGISTRY,
+    });
+    const encoder = avroEncoder({
+      registry: refusing,
+      subject: subject.subject,
+      schema: PaymentV2,
+      register: true,
+    });
+    await expect(encoder.encode({ id: "p-9", amount: 1 })).rejects.toThrow(/FAILURE/);
+  });
+
+  it("a check still PENDING after the polls is SchemaRegistryUnavailableError (transient), and the next record asks again", async () => {
+    const { client, calls } = glueAnswering({
+      register: ["PENDING", "PENDING"],
+      getVersion: ["PENDING", "PENDING"],
+    });
+    const registry = glueRegistry({ client, registryName: REGISTRY, pendingPollsMs: [0, 0] });
+    await expect(registry.idFor(v2, { register: true })).rejects.toBeInstanceOf(
+      SchemaRegistryUnavailableError,
+    );
+    expect(calls.getVersion).toBe(2);
+    // Not remembered as broken: the second try registers again and, AVAILABLE this time, succeeds.
+    await expect(registry.idFor(v2, { register: true })).resolves.toMatch(/^[0-9a-f-]{36}$/);
+    expect(calls.register).toBe(2);
+  });
+});
+
 const ORDER_PROTO = `syntax = "proto3";
 package shop;
 message Order { string id = 1; int64 cents = 2; }`;

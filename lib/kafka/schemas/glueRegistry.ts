@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   CreateSchemaCommand,
   GetRegistryCommand,
@@ -28,6 +29,12 @@ import { createPromiseCache } from "./schemaCache.ts";
  * missing, and reading that as "unknown" would dead-letter every healthy record. Throttling,
  * access denied (the deployment's fault, not the record's), a missing registry, 5xx and network
  * errors are SchemaRegistryUnavailableError (transient: retried and alarmed, never dead-lettered).
+ *
+ * A version is written with only once Glue says it is AVAILABLE. RegisterSchemaVersion may answer
+ * before its compatibility check is done (PENDING: the version is then polled with
+ * GetSchemaVersion, as Glue's API reference advises); FAILURE (the definition breaks the schema's
+ * compatibility mode) or DELETING is no version to write with: UnknownSchemaError, as Confluent's
+ * 409 is. A check still pending after the polls is SchemaRegistryUnavailableError.
  */
 export interface GlueRegistryOptions {
   /**
@@ -50,6 +57,11 @@ export interface GlueRegistryOptions {
     | "FULL"
     | "FULL_ALL";
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Waits (ms) between polls of a version Glue is still checking (PENDING); once they are spent,
+   * SchemaRegistryUnavailableError. @default [100, 200, 400, 800, 1600, 2000, 2000, 2000] (about 9 s)
+   */
+  readonly pendingPollsMs?: readonly number[];
 }
 
 export { GLUE_REGISTRY_ENV };
@@ -70,6 +82,9 @@ function classify(error: unknown, what: string): Error {
 }
 
 const FORMATS: ReadonlySet<string> = new Set(["AVRO", "PROTOBUF", "JSON"]);
+
+/** Waits between polls of a PENDING version (about 9 s in all: well inside a function's time). */
+const GLUE_PENDING_POLLS_MS: readonly number[] = [100, 200, 400, 800, 1600, 2000, 2000, 2000];
 
 export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry {
   const env = options.env ?? process.env;
@@ -138,16 +153,17 @@ export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry 
           new GetSchemaByDefinitionCommand({ SchemaId, SchemaDefinition: schema.definition }),
         );
         if (!out.SchemaVersionId) throw new UnknownSchemaError(`${what}: no version for this definition`);
-        return out.SchemaVersionId;
+        return await available(out.SchemaVersionId, out.Status, what);
       }
-      try {
-        const out = await client.send(
-          new RegisterSchemaVersionCommand({ SchemaId, SchemaDefinition: schema.definition }),
-        );
-        if (out.SchemaVersionId) return out.SchemaVersionId;
-      } catch (error) {
-        if ((error as { name?: string }).name !== "EntityNotFoundException") throw error;
-      }
+      const registered = await client
+        .send(new RegisterSchemaVersionCommand({ SchemaId, SchemaDefinition: schema.definition }))
+        .catch((error: unknown) => {
+          // No schema of this name yet: CreateSchema below makes it, with this as its first version.
+          if (nameOf(error) === "EntityNotFoundException") return undefined;
+          throw error;
+        });
+      if (registered?.SchemaVersionId)
+        return await available(registered.SchemaVersionId, registered.Status, what);
       const created = await client.send(
         new CreateSchemaCommand({
           RegistryId: { RegistryName: registryName },
@@ -158,10 +174,31 @@ export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry 
         }),
       );
       if (!created.SchemaVersionId) throw new UnknownSchemaError(`${what}: CreateSchema returned no version`);
-      return created.SchemaVersionId;
+      return await available(created.SchemaVersionId, created.SchemaVersionStatus, what);
     } catch (error) {
-      if (error instanceof UnknownSchemaError) throw error;
+      if (error instanceof UnknownSchemaError || error instanceof SchemaRegistryUnavailableError) throw error;
       throw await notFound(error, what);
+    }
+  }
+
+  /** The version id once Glue has it AVAILABLE (see the Errors note above). */
+  async function available(id: string, status: string | undefined, what: string): Promise<string> {
+    for (let poll = 0; ; poll++) {
+      // An answer without a status (older Glue-compatible servers) is taken as available.
+      if (status === undefined || status === "AVAILABLE") return id;
+      if (status !== "PENDING") {
+        throw new UnknownSchemaError(
+          `${what}: version ${id} is ${status}${status === "FAILURE" ? " (it breaks the schema's compatibility mode)" : ""}`,
+        );
+      }
+      const wait = (options.pendingPollsMs ?? GLUE_PENDING_POLLS_MS)[poll];
+      if (wait === undefined) {
+        throw new SchemaRegistryUnavailableError(
+          `${what}: version ${id} still PENDING after ${poll} polls (Glue's compatibility check)`,
+        );
+      }
+      await sleep(wait);
+      status = (await client.send(new GetSchemaVersionCommand({ SchemaVersionId: id }))).Status;
     }
   }
 }
