@@ -1,6 +1,7 @@
 import { type Admin, Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../kafka/kafkajsRequestQueueFix.ts";
+import { createTopicsWithLeaders } from "../kafka/topicsWithLeaders.ts";
 
 /**
  * Creates topics on the local Kafka as they are declared (a CDK `AWS::MSK::Topic`, a retry ladder,
@@ -108,15 +109,15 @@ export async function createDeclaredTopics(
   const existing = new Set(await admin.listTopics());
   const toCreate = plans.filter((p) => !existing.has(p.topic.name));
   if (toCreate.length > 0) {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: toCreate.map(({ topic }) => ({
+    await createTopicsWithLeaders(
+      admin,
+      toCreate.map(({ topic }) => ({
         topic: topic.name,
         numPartitions: topic.partitions,
         replicationFactor: topic.replicationFactor,
         configEntries: Object.entries(topic.configs).map(([name, value]) => ({ name, value })),
       })),
-    });
+    );
   }
   const names = plans.map((p) => p.topic.name);
   const metadata = await admin.fetchTopicMetadata({ topics: names });

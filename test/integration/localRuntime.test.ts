@@ -12,6 +12,7 @@ import {
   startLocalRuntime,
 } from "reliable-consumers/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { createTopicsWithLeaders } from "../../lib/kafka/topicsWithLeaders.ts";
 import { FunctionHost } from "../../lib/local/runtime/functionHost.ts";
 import type { LocalFunction } from "../../lib/local/runtime/model.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
@@ -598,7 +599,7 @@ describeWithoutSqs("local runtime: MSK trigger", () => {
       45_000,
     );
     expect(await committedOffset()).toBe("5");
-    await admin.createTopics({ topics: [{ topic: dlt, numPartitions: 4 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic: dlt, numPartitions: 4 }]);
     const committed = await until("offset 6 committed", committedOffset, (o) => o === "6", 45_000);
     expect(committed).toBe("6");
     const inv = (await invocations(ddb, record)).map((i) => i.ids);

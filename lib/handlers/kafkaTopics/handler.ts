@@ -2,6 +2,7 @@ import { request } from "node:https";
 import type { CloudFormationCustomResourceEvent } from "aws-lambda";
 import { Kafka } from "kafkajs";
 import { toKafkaJsConfig } from "../../kafka/config.ts";
+import { createTopicsWithLeaders } from "../../kafka/topicsWithLeaders.ts";
 import { type DesiredTopic, type ExistingTopic, parseDesiredTopic, planTopic } from "./plan.ts";
 
 /**
@@ -55,17 +56,14 @@ async function apply(event: CloudFormationCustomResourceEvent): Promise<string> 
     for (const action of planTopic(desired, current)) {
       switch (action.kind) {
         case "create":
-          await admin.createTopics({
-            waitForLeaders: true,
-            topics: [
-              {
-                topic: action.topic.name,
-                numPartitions: action.topic.partitions,
-                replicationFactor: action.topic.replicationFactor,
-                configEntries: Object.entries(action.topic.configs).map(([name, value]) => ({ name, value })),
-              },
-            ],
-          });
+          await createTopicsWithLeaders(admin, [
+            {
+              topic: action.topic.name,
+              numPartitions: action.topic.partitions,
+              replicationFactor: action.topic.replicationFactor,
+              configEntries: Object.entries(action.topic.configs).map(([name, value]) => ({ name, value })),
+            },
+          ]);
           break;
         case "addPartitions":
           await admin.createPartitions({ topicPartitions: [{ topic: action.name, count: action.to }] });
