@@ -21,6 +21,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -297,6 +298,11 @@ async function main(): Promise<number> {
     );
 
     const t0 = Date.now();
+    // The main thread carries the gateways, fauxqs, the pollers and the payment provider; the
+    // functions run in worker threads. Its event-loop delay is what every proxied call waits.
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
+    const cpu0 = process.cpuUsage();
     const since = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s`;
     const sent = await sendOrders(sqs, targets, options, (n) => {
       if (n % 500 < 10 || n === options.messages) log(`[${since()}] sent ${n}/${options.messages}`);
@@ -321,7 +327,14 @@ async function main(): Promise<number> {
     const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
     const result = scenarioResult(sent, c, { started, setupMs, t0, quiet }, runtime.denials.all().length);
     const ok = verdict(result, runtime);
-    if (values.verbose) logHostStats(runtime);
+    loopDelay.disable();
+    if (values.verbose) {
+      logHostStats(runtime);
+      const { user, system } = process.cpuUsage(cpu0);
+      log(
+        `  this process (runtime, gateways, fauxqs, functions' workers): ${((user + system) / 1e6).toFixed(1)} s CPU in ${((Date.now() - t0) / 1000).toFixed(1)} s; main thread's event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`,
+      );
+    }
     if (values.keep) {
       for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);
       process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);

@@ -5,6 +5,7 @@ import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { describe, expect, it } from "vitest";
 import { matchesAnyFilter } from "../../lib/local/runtime/eventFilter.ts";
 import type { DiscardCondition } from "../../lib/local/runtime/failureDestination.ts";
+import { withoutTsxHooks } from "../../lib/local/runtime/functionHost.ts";
 import {
   type ResolveContext,
   referencedIds,
@@ -225,5 +226,28 @@ describe("stream mapping rules (issue 26 item 7: by count, or by a clock the tes
     expect(invoked).toEqual([["a"], ["a"]]);
     expect(discarded).toEqual([{ ids: ["a"], condition: "RetryAttemptsExhausted" }]);
     expect(source.stats.failed).toBe(1);
+  });
+});
+
+describe("function environments' Node flags", () => {
+  it("drop tsx's loader hooks in either spelling and keep every other flag", () => {
+    const tsx = "/w/node_modules/tsx/dist";
+    expect(
+      withoutTsxHooks([
+        "--require",
+        `${tsx}/preflight.cjs`,
+        `--import=file://${tsx}/loader.mjs`,
+        "--import",
+        "file:///w/instrument.mjs",
+        "--enable-source-maps",
+        "--conditions=reliable-consumers-source",
+      ]),
+    ).toEqual([
+      "--import",
+      "file:///w/instrument.mjs",
+      "--enable-source-maps",
+      "--conditions=reliable-consumers-source",
+    ]);
+    expect(withoutTsxHooks([])).toEqual([]);
   });
 });
