@@ -238,7 +238,27 @@ async function emulatorsAndApp(values: { kafka: string; "cdk-out"?: string | und
   return { emulators, cdkOut };
 }
 
-function logHostStats(runtime: LocalRuntime): void {
+/**
+ * This process's CPU and its main thread's event-loop delay from now to `stop()`. The main thread
+ * carries the gateways, fauxqs, the pollers and the payment provider (the functions run in worker
+ * threads): its delay is what every proxied call waits.
+ */
+function loadProbe(): { stop(): string } {
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const cpu0 = process.cpuUsage();
+  const t0 = Date.now();
+  const ms = (ns: number) => `${(ns / 1e6).toFixed(0)} ms`;
+  return {
+    stop() {
+      loopDelay.disable();
+      const { user, system } = process.cpuUsage(cpu0);
+      return `this process (runtime, gateways, fauxqs, functions' workers): ${((user + system) / 1e6).toFixed(1)} s CPU in ${((Date.now() - t0) / 1000).toFixed(1)} s; main thread's event-loop delay p50 ${ms(loopDelay.percentile(50))}, p99 ${ms(loopDelay.percentile(99))}, max ${ms(loopDelay.max)}`;
+    },
+  };
+}
+
+function logHostStats(runtime: LocalRuntime, load: string): void {
   for (const s of runtime.host.stats())
     log(
       `  ${s.name}: ${s.invocations} invocations, ${s.coldStarts} cold starts, limit ${s.concurrencyLimit}`,
@@ -246,6 +266,7 @@ function logHostStats(runtime: LocalRuntime): void {
   // Where the emulators' load came from: every AWS call of the run, by operation.
   const ops = [...runtime.enforcement.gateway.operations].sort((a, b) => b[1] - a[1]);
   log(`  AWS calls: ${ops.map(([op, n]) => `${op} ${n}`).join(", ")}`);
+  log(`  ${load}`);
 }
 
 async function main(): Promise<number> {
@@ -298,11 +319,7 @@ async function main(): Promise<number> {
     );
 
     const t0 = Date.now();
-    // The main thread carries the gateways, fauxqs, the pollers and the payment provider; the
-    // functions run in worker threads. Its event-loop delay is what every proxied call waits.
-    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-    loopDelay.enable();
-    const cpu0 = process.cpuUsage();
+    const load = loadProbe();
     const since = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s`;
     const sent = await sendOrders(sqs, targets, options, (n) => {
       if (n % 500 < 10 || n === options.messages) log(`[${since()}] sent ${n}/${options.messages}`);
@@ -327,14 +344,7 @@ async function main(): Promise<number> {
     const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
     const result = scenarioResult(sent, c, { started, setupMs, t0, quiet }, runtime.denials.all().length);
     const ok = verdict(result, runtime);
-    loopDelay.disable();
-    if (values.verbose) {
-      logHostStats(runtime);
-      const { user, system } = process.cpuUsage(cpu0);
-      log(
-        `  this process (runtime, gateways, fauxqs, functions' workers): ${((user + system) / 1e6).toFixed(1)} s CPU in ${((Date.now() - t0) / 1000).toFixed(1)} s; main thread's event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`,
-      );
-    }
+    if (values.verbose) logHostStats(runtime, load.stop());
     if (values.keep) {
       for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);
       process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
