@@ -319,7 +319,7 @@ async function main(): Promise<number> {
     );
 
     const t0 = Date.now();
-    const load = loadProbe();
+    const load = values.verbose ? loadProbe() : undefined;
     const since = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s`;
     const sent = await sendOrders(sqs, targets, options, (n) => {
       if (n % 500 < 10 || n === options.messages) log(`[${since()}] sent ${n}/${options.messages}`);
@@ -344,7 +344,7 @@ async function main(): Promise<number> {
     const c = await census({ ddb, sqs, kafka, targets, providerTable: provider.tableName, sent });
     const result = scenarioResult(sent, c, { started, setupMs, t0, quiet }, runtime.denials.all().length);
     const ok = verdict(result, runtime);
-    if (values.verbose) logHostStats(runtime, load.stop());
+    if (load) logHostStats(runtime, load.stop());
     if (values.keep) {
       for (const line of keepInstructions(runtime, emulators.env, targets, logDir)) log(line);
       process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
