@@ -6,6 +6,7 @@ import { createDedupStore, type DedupStore, type Lease } from "../dedup/dedupSto
 import { LAMBDA_ENV } from "../env.ts";
 import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "../kafka/config.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
+import { topicOffsets } from "../kafka/topicsWithLeaders.ts";
 import {
   type DeadLetterFilter,
   type DeadLetterSummary,
@@ -116,19 +117,12 @@ export async function readTopicToEnd(
     ...toKafkaJsConfig(options.connection ?? kafkaConfigFromEnv()),
     logLevel: logLevel.ERROR,
   });
-  const admin = kafka.admin();
-  await admin.connect();
-  let ends: Map<number, bigint>;
+  const offsets = await topicOffsets(kafka, topic);
+  const ends = new Map(offsets.map((o) => [o.partition, BigInt(o.high)]));
   let total = 0;
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    ends = new Map(offsets.map((o) => [o.partition, BigInt(o.high)]));
-    for (const o of offsets) total += Number(BigInt(o.high) - BigInt(o.low));
-    // Partitions with nothing to read are done already.
-    for (const o of offsets) if (BigInt(o.high) <= BigInt(o.low)) ends.delete(o.partition);
-  } finally {
-    await admin.disconnect();
-  }
+  for (const o of offsets) total += Number(BigInt(o.high) - BigInt(o.low));
+  // Partitions with nothing to read are done already.
+  for (const o of offsets) if (BigInt(o.high) <= BigInt(o.low)) ends.delete(o.partition);
   options.onTotal?.(total);
   if (ends.size === 0) return { total: 0 };
 

@@ -24,7 +24,7 @@ import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
-import { declareTopics } from "../support/kafkaHarness.ts";
+import { declareTopics, recordsIn } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import { describeWithoutSqs, onLocalStack } from "../support/sqsSubstrate.ts";
 
@@ -37,17 +37,6 @@ afterAll(async () => {
   await disconnectAllKafkaProducers();
   await deleteTable(ddb, ledgerTable);
 });
-
-async function recordsIn(topic: string): Promise<number> {
-  const admin = kafka().admin();
-  await admin.connect();
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
-  } finally {
-    await admin.disconnect();
-  }
-}
 
 describeWithoutSqs("Kafka dead-letter topic: inspect and replay", () => {
   it("replay returns DLQ records to their original topic exactly once, with filters and a dry run", async () => {

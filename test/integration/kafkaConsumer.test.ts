@@ -16,11 +16,12 @@ import {
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toMskEvent } from "../../lib/local/mskEventBuilder.ts";
-import { dynamodb, kafka } from "../support/clients.ts";
+import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,
   lambdaContext,
   recordingTelemetry,
+  recordsIn,
   type TopicTap,
   tapTopics,
 } from "../support/kafkaHarness.ts";
@@ -598,18 +599,6 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
   });
 });
 
-/** Records in a topic, read from the broker's offsets (no consumer, so no wait for one to catch up). */
-async function topicSize(topic: string): Promise<number> {
-  const admin = kafka("topic-size").admin();
-  await admin.connect();
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    return offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 describe("Kafka consumer: a routed record is recognised on redelivery (issue 26 item 3)", () => {
   const b64 = (s: string) => Buffer.from(s).toString("base64");
   const recordOf = (topic: string, offset: number, key: string, value: string, id?: string) => ({
@@ -649,10 +638,10 @@ describe("Kafka consumer: a routed record is recognised on redelivery (issue 26 
     expect(await process(event, lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: { partition: `${topic}-0`, offset: 10 } }],
     });
-    expect(await topicSize(`${topic}.DLQ`)).toBe(2);
+    expect(await recordsIn(`${topic}.DLQ`)).toBe(2);
     // Lambda resumes the partition at offset 10: every later record comes again.
     expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
-    expect(await topicSize(`${topic}.DLQ`)).toBe(2);
+    expect(await recordsIn(`${topic}.DLQ`)).toBe(2);
     expect(runs.sort()).toEqual(["m-10", "m-10", "m-11", "m-13"]);
     expect(telemetry.counts.DeadLettered).toBe(2);
     expect(telemetry.counts.RoutedRecognised).toBe(2);
@@ -679,8 +668,8 @@ describe("Kafka consumer: a routed record is recognised on redelivery (issue 26 
     };
     for (let delivery = 0; delivery < 2; delivery++)
       expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
-    expect(await topicSize(`${topic}.retry.150ms`)).toBe(2);
-    expect(await topicSize(`${topic}.DLQ`)).toBe(1);
+    expect(await recordsIn(`${topic}.retry.150ms`)).toBe(2);
+    expect(await recordsIn(`${topic}.DLQ`)).toBe(1);
     expect(runs).toEqual(["m-0", "m-3"]);
     expect(telemetry.counts.RoutedToRetry).toBe(2);
     expect(telemetry.counts.DeadLettered).toBe(1);
@@ -701,6 +690,6 @@ describe("Kafka consumer: a routed record is recognised on redelivery (issue 26 
     };
     await process(event, lambdaContext());
     await process(event, lambdaContext());
-    expect(await topicSize(`${topic}.DLQ`)).toBe(2);
+    expect(await recordsIn(`${topic}.DLQ`)).toBe(2);
   });
 });

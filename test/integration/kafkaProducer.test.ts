@@ -8,6 +8,7 @@ import {
   kafkaConfigFromEnv,
 } from "reliable-consumers/kafka";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 import { kafka } from "../support/clients.ts";
 import { declareTopics, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
@@ -142,9 +143,7 @@ describe("shared Kafka producer (kafkajs against the local Kafka)", () => {
       await producer.disconnect();
       expect(lost).toBe(1);
 
-      const admin = kafka().admin();
-      await admin.connect();
-      const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+      const [end] = await topicOffsets(kafka(), topic);
       expect(end?.high).toBe("2"); // offsets 0 and 1; a duplicate would have taken offset 2
       const tap = await tapTopics([topic], name("idempotent-g"));
       const got = await tap.take(topic, 2).finally(() => tap.stop());

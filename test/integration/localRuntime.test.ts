@@ -12,7 +12,7 @@ import {
   startLocalRuntime,
 } from "reliable-consumers/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { createTopicsWithLeaders } from "../../lib/kafka/topicsWithLeaders.ts";
+import { createTopicsWithLeaders, topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 import { FunctionHost } from "../../lib/local/runtime/functionHost.ts";
 import type { LocalFunction } from "../../lib/local/runtime/model.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
@@ -610,7 +610,7 @@ describeWithoutSqs("local runtime: MSK trigger", () => {
       ["m0", "m1", "m2", "m3", "m4", "m5"],
       ["m2", "m3", "m4", "m5"],
     ]);
-    const ends = await admin.fetchTopicOffsets(dlt);
+    const ends = await topicOffsets(k, dlt);
     expect(ends.reduce((n, e) => n + Number(e.high), 0)).toBe(1);
     const dead = await readOne(k, dlt);
     // Lambda's documented record for a Kafka destination: failure metadata, the record in `payload`.

@@ -4,6 +4,7 @@ import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
 import type { Telemetry } from "reliable-consumers";
 import { ladderTopics, type RetryLadder } from "reliable-consumers/kafka";
+import { topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 import {
   type CreatedTopic,
   createDeclaredTopics,
@@ -61,6 +62,12 @@ export async function declareTopics(
   } finally {
     await admin.disconnect();
   }
+}
+
+/** Records in a topic, from its leaders' watermarks (no consumer, so no wait for one to catch up). */
+export async function recordsIn(topic: string): Promise<number> {
+  const offsets = await topicOffsets(kafka("records-in"), topic);
+  return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
 }
 
 /** A main topic and every topic of its retry ladder (retry topics, then the DLQ). */

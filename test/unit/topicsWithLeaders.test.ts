@@ -1,6 +1,6 @@
 import { KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { createTopicsWithLeaders } from "../../lib/kafka/topicsWithLeaders.ts";
+import { createTopicsWithLeaders, topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 
 type Answer = Error | Array<{ leader: number; partitionErrorCode?: number }>;
 
@@ -68,6 +68,62 @@ describe("createTopicsWithLeaders", () => {
     const { admin } = scriptedAdmin([[{ leader: -1 }]]);
     await expect(createTopicsWithLeaders(admin, [{ topic: "t" }], { timeoutMs: 0 })).rejects.toThrow(
       /not ready after 0 ms: no leader yet for t/,
+    );
+  });
+});
+
+/** A client whose admins answer ListOffsets in the order given, one admin per try. */
+function scriptedClient(answers: Array<Error | "ok">) {
+  const calls = { admins: 0, disconnects: 0, fetches: 0 };
+  const kafka = {
+    admin() {
+      calls.admins++;
+      return {
+        async connect() {},
+        async disconnect() {
+          calls.disconnects++;
+        },
+        async fetchTopicOffsets() {
+          const answer = answers[Math.min(calls.fetches++, answers.length - 1)]!;
+          if (answer instanceof Error) throw answer;
+          return [{ partition: 0, offset: "3", high: "3", low: "1" }];
+        },
+      };
+    },
+  } as unknown as Parameters<typeof topicOffsets>[0];
+  return { kafka, calls };
+}
+
+const notLeader = () =>
+  protocolError(
+    "NOT_LEADER_FOR_PARTITION",
+    6,
+    true,
+    "This server is not the leader for that topic-partition",
+  );
+
+describe("topicOffsets", () => {
+  it("waits out a leader that is moving, with a new admin (fresh metadata) per try", async () => {
+    const { kafka, calls } = scriptedClient([
+      notLeader(),
+      new KafkaJSNumberOfRetriesExceeded(unknownTopic(), { retryCount: 5, retryTime: 100 }),
+      "ok",
+    ]);
+    expect(await topicOffsets(kafka, "t")).toEqual([{ partition: 0, offset: "3", high: "3", low: "1" }]);
+    expect(calls).toEqual({ admins: 3, disconnects: 3, fetches: 3 });
+  });
+
+  it("any other error is thrown at once", async () => {
+    const denied = protocolError("TOPIC_AUTHORIZATION_FAILED", 29, false, "Not authorized to access topics");
+    const { kafka, calls } = scriptedClient([denied]);
+    await expect(topicOffsets(kafka, "t")).rejects.toBe(denied);
+    expect(calls).toEqual({ admins: 1, disconnects: 1, fetches: 1 });
+  });
+
+  it("gives up, saying why, once the time is spent", async () => {
+    const { kafka } = scriptedClient([notLeader()]);
+    await expect(topicOffsets(kafka, "t", { timeoutMs: 0 })).rejects.toThrow(
+      /offsets of t not readable after 0 ms: NOT_LEADER_FOR_PARTITION/,
     );
   });
 });

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Consumer, Kafka, KafkaMessage, Producer } from "kafkajs";
+import { findBrokerError } from "../../kafka/brokerErrors.ts";
 import { toMskEvent } from "../mskEventBuilder.ts";
 import { filterView, matchesAnyFilter } from "./eventFilter.ts";
 import {
@@ -29,11 +30,7 @@ function filterRecord(topic: string, partition: number, m: KafkaMessage): Record
 
 /** The consumer-group error (rebalance, unknown member) inside a kafkajs wrapper, if that is what it is. */
 export function groupError(error: unknown): Error | undefined {
-  for (let e = error as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (typeof e.type === "string" && GROUP_ERRORS.has(e.type)) return e as Error;
-    e = e.cause as typeof e;
-  }
-  return undefined;
+  return findBrokerError(error, GROUP_ERRORS);
 }
 const SESSION_TIMEOUT_MS = 10_000;
 const HEARTBEAT_INTERVAL_MS = 1_000;
