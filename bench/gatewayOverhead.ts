@@ -6,8 +6,7 @@
  * of the paired rounds' ratios (off ÷ on: 1.00 means free).
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { CreateQueueCommand, GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
-import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
+import { createSqsClient } from "reliable-consumers/sqs";
 import { createDedupTable } from "reliable-consumers/testing";
 import { DEDUP_TABLE_ACTIONS } from "../lib/dedup/schema.ts";
 import {
@@ -18,15 +17,19 @@ import {
 import { startAwsGateway } from "../lib/local/enforcement/awsGateway.ts";
 import { createDenialLog } from "../lib/local/enforcement/denials.ts";
 import { createIamEvaluator } from "../lib/local/enforcement/iamEvaluator.ts";
-import { DEFAULT_SQS_BENCH, type Handler, runSide, type SqsBenchOptions } from "./sqsIdempotency.ts";
+import {
+  benchQueueArn,
+  DEFAULT_SQS_BENCH,
+  ourSide,
+  runSide,
+  type SqsBenchOptions,
+} from "./sqsIdempotency.ts";
 
 const round = (x: number, d: number) => Math.round(x * 10 ** d) / 10 ** d;
 
 export async function runGatewayOverheadBench(o: SqsBenchOptions = { ...DEFAULT_SQS_BENCH, rounds: 4 }) {
   const sqs = createSqsClient();
-  const url = (await sqs.send(new CreateQueueCommand({ QueueName: "bench-gateway" }))).QueueUrl!;
-  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] })))
-    .Attributes!.QueueArn!;
+  const arn = await benchQueueArn(sqs, "bench-gateway");
   const principal: FunctionPrincipal = {
     functionName: "bench-consumer",
     functionArn: "arn:aws:lambda:us-east-1:000000000000:function:bench-consumer",
@@ -70,13 +73,7 @@ export async function runGatewayOverheadBench(o: SqsBenchOptions = { ...DEFAULT_
   });
   const tablePrefix = "arn:aws:dynamodb:ddblocal:000000000000:table/";
   gateway.enforce(access, await createIamEvaluator(access), { tableArn: (name) => `${tablePrefix}${name}` });
-  const ours = (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) =>
-    sqsConsumer<{ orderId: string }>(async ({ body }) => work(body), {
-      key: (b) => b.orderId,
-      idempotency: { tableName: table },
-      dynamodbClient: client,
-      sqsClient: sqs,
-    }) as unknown as Handler;
+  const ours = ourSide(sqs);
   const rounds: { off: number; on: number; ratio: number }[] = [];
   try {
     for (let r = 0; r < o.rounds; r++) {

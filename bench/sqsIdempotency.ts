@@ -9,7 +9,7 @@ import {
   DynamoDBClient,
   PutItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { CreateQueueCommand, GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable } from "reliable-consumers/testing";
@@ -110,9 +110,36 @@ export type Handler = (
   context: ReturnType<typeof lambdaContext>,
 ) => Promise<{ batchItemFailures: unknown[] }>;
 
+/** Builds one side's handler: its dedup table, how it reaches DynamoDB, the simulated work per order. */
+export type SideFactory = (
+  client: DynamoDBClient,
+  table: string,
+  work: (b: { orderId: string }) => Promise<void>,
+) => Handler;
+
+/** Our consumer as a side: keyed by orderId, deduplicated on `table`. */
+export const ourSide =
+  (sqs: SQSClient): SideFactory =>
+  (client, table, work) =>
+    sqsConsumer<{ orderId: string }>(async ({ body }) => work(body), {
+      key: (b) => b.orderId,
+      idempotency: { tableName: table },
+      dynamodbClient: client,
+      sqsClient: sqs,
+    }) as unknown as Handler;
+
+/** A queue of the bench's own; its ARN is the records' eventSourceARN. */
+export async function benchQueueArn(sqs: SQSClient, name: string): Promise<string> {
+  const url = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
+  const attributes = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }),
+  );
+  return attributes.Attributes!.QueueArn!;
+}
+
 /** One side's run of the workload; `client` is how its handler reaches DynamoDB (the gateway bench's own). */
 export async function runSide(
-  make: (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) => Handler,
+  make: SideFactory,
   createTable: (client: DynamoDBClient, table: string) => Promise<void>,
   o: SqsBenchOptions,
   queueArn: string,
@@ -202,17 +229,9 @@ export async function warmUp(requests = 20_000): Promise<void> {
 
 export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
   const sqs = createSqsClient();
-  const url = (await sqs.send(new CreateQueueCommand({ QueueName: "bench-orders" }))).QueueUrl!;
-  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] })))
-    .Attributes!.QueueArn!;
-  const ours = (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) =>
-    sqsConsumer<{ orderId: string }>(async ({ body }) => work(body), {
-      key: (b) => b.orderId,
-      idempotency: { tableName: table },
-      dynamodbClient: client,
-      sqsClient: sqs,
-    }) as unknown as Handler;
-  const theirs = (client: DynamoDBClient, table: string, work: (b: { orderId: string }) => Promise<void>) =>
+  const arn = await benchQueueArn(sqs, "bench-orders");
+  const ours = ourSide(sqs);
+  const theirs: SideFactory = (client, table, work) =>
     powertoolsSqsHandler(client, table, work) as unknown as Handler;
 
   // Alternate sides so drift in the JVM or the machine hits both alike. Each round pairs one run of

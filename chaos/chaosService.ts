@@ -5,7 +5,6 @@ import { fileURLToPath } from "node:url";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DeleteQueueCommand,
-  GetQueueAttributesCommand,
   type MessageAttributeValue,
   SendMessageBatchCommand,
   type SQSClient,
@@ -21,6 +20,7 @@ import {
   startLocalRuntime,
   synthesize,
 } from "reliable-consumers/testing";
+import { queueDepth } from "../lib/local/queueDepth.ts";
 import type { RuntimeClient } from "../lib/local/runtime/localRuntime.ts";
 import type { KafkaMapping } from "../lib/local/runtime/model.ts";
 import type { EventSource } from "../lib/local/runtime/sqsEventSource.ts";
@@ -322,17 +322,8 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
       }
     },
     async inQueue(queueUrl = targets.orders.url) {
-      const a = (
-        await sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: queueUrl,
-            AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-          }),
-        )
-      ).Attributes;
-      return (
-        Number(a?.ApproximateNumberOfMessages ?? 0) + Number(a?.ApproximateNumberOfMessagesNotVisible ?? 0)
-      );
+      const d = await queueDepth(sqs, queueUrl);
+      return d.visible + d.inFlight;
     },
     async addPaymentMember() {
       added.push(await rt.addEventSource(mainMapping));

@@ -6,8 +6,9 @@ import {
   ScanCommand,
   type ScanCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { GetQueueAttributesCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Kafka } from "kafkajs";
+import { queueDepth as queueDepthOf } from "../lib/local/queueDepth.ts";
 import type { LocalRuntime } from "../lib/local/runtime/localRuntime.ts";
 import type { KafkaMapping, LocalQueue, SqsMapping } from "../lib/local/runtime/model.ts";
 import { OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "../lib/outbox/schema.ts";
@@ -211,22 +212,10 @@ async function scanAll(ddb: DynamoDBClient, input: ScanCommandInput) {
   return items;
 }
 
+/** Every message of the queue not yet deleted: visible, in flight or delayed. */
 export async function queueDepth(sqs: SQSClient, q: LocalQueue): Promise<number> {
-  const { Attributes: a } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: q.url,
-      AttributeNames: [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-      ],
-    }),
-  );
-  return (
-    Number(a?.ApproximateNumberOfMessages ?? 0) +
-    Number(a?.ApproximateNumberOfMessagesNotVisible ?? 0) +
-    Number(a?.ApproximateNumberOfMessagesDelayed ?? 0)
-  );
+  const d = await queueDepthOf(sqs, q.url);
+  return d.visible + d.inFlight + d.delayed;
 }
 
 /** Outbox events not yet published: the sparse pending GSI, every shard. */

@@ -2,6 +2,7 @@
  * What the local console's server answers and the page reads: one set of shapes for both sides
  * (types only, so the browser bundle and the Node server share them without sharing any code).
  */
+import type { Denial } from "../enforcement/denials.ts";
 
 /** A resource of the app, as the overview lists it, with the console page that shows it. */
 export interface ResourceDto {
@@ -166,14 +167,8 @@ export interface LogLineDto {
   readonly text: string;
 }
 
-export interface DenialDto {
-  readonly at: number;
-  readonly functionName: string;
-  readonly action: string;
-  readonly resource: string;
-  readonly message: string;
-  readonly advice: string;
-}
+/** A denied call as the runtime records it (a plain record: the page can take it as it is). */
+export type DenialDto = Denial;
 
 export interface OutboxTableDto {
   readonly table: string;

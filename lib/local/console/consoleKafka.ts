@@ -20,6 +20,7 @@ import type {
 import { ConsoleNotFound } from "./consoleErrors.ts";
 import { filterOf } from "./consoleQueues.ts";
 import type { ConsoleClients } from "./consoleSources.ts";
+import { moveResultOf } from "./moveResult.ts";
 
 /** The records of a dead-letter topic the page gets at most (the newest). */
 const MAX_LETTERS = 200;
@@ -136,14 +137,7 @@ export function consoleKafka(app: LocalApp | undefined, clients: ConsoleClients)
         idleTimeoutMs: 15_000,
       });
       return {
-        dryRun: request.dryRun,
-        seen: result.seen,
-        moved: result.moved,
-        skipped: result.skipped,
-        failed: result.failed,
-        noDestination: result.noDestination,
-        byDestination: result.byDestination,
-        alreadyReplayed: result.alreadyReplayed,
+        ...moveResultOf(request.dryRun, result),
         ledger: table ?? "none (the app has no dedup table): every run republishes what matches",
       };
     },

@@ -11,6 +11,7 @@ import {
   PurgeQueueCommand,
 } from "@aws-sdk/client-sqs";
 import { type DeadLetterFilter, redriveSqsDeadLetters, toSqsDeadLetter } from "../../dlq/index.ts";
+import { queueDepth } from "../queueDepth.ts";
 import type { LocalApp } from "../runtime/model.ts";
 import { bodyView, contextView } from "./bodyView.ts";
 import type {
@@ -22,6 +23,7 @@ import type {
 } from "./consoleApi.ts";
 import { ConsoleNotFound } from "./consoleErrors.ts";
 import { type ConsoleClients, queueNameOf } from "./consoleSources.ts";
+import { moveResultOf } from "./moveResult.ts";
 
 interface QueueRef {
   readonly name: string;
@@ -180,23 +182,7 @@ export function consoleQueues(app: LocalApp | undefined, clients: ConsoleClients
         ...(Number.isFinite(oldest) ? { oldestAgeMs: Math.max(0, now - oldest) } : {}),
       };
     }
-    const a = await clients.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: q.url,
-        AttributeNames: [
-          "ApproximateNumberOfMessages",
-          "ApproximateNumberOfMessagesNotVisible",
-          "ApproximateNumberOfMessagesDelayed",
-        ],
-      }),
-    );
-    const n = (k: string) => Number(a.Attributes?.[k as keyof typeof a.Attributes] ?? 0);
-    return {
-      ...base,
-      visible: n("ApproximateNumberOfMessages"),
-      inFlight: n("ApproximateNumberOfMessagesNotVisible"),
-      delayed: n("ApproximateNumberOfMessagesDelayed"),
-    };
+    return { ...base, ...(await queueDepth(clients.sqs, q.url)) };
   };
   const find = async (name: string) => {
     const refs = await queueRefs(app, clients);
@@ -228,17 +214,7 @@ export function consoleQueues(app: LocalApp | undefined, clients: ConsoleClients
         dryRun: request.dryRun,
         ...(to ? { toQueueUrl: to.url } : {}),
       });
-      return {
-        dryRun: request.dryRun,
-        seen: result.seen,
-        moved: result.moved,
-        skipped: result.skipped,
-        failed: result.failed,
-        noDestination: result.noDestination,
-        byDestination: Object.fromEntries(
-          Object.entries(result.byDestination).map(([url, n]) => [queueNameOf(url), n]),
-        ),
-      };
+      return moveResultOf(request.dryRun, result, queueNameOf);
     },
     async purge(name: string): Promise<{ purged: string }> {
       const { q } = await find(name);
