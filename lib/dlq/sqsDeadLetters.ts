@@ -393,8 +393,10 @@ export async function redriveSqsDeadLetters(
         let before = 0;
         for (const l of batch) {
           // A copy of ours, or parked again since we began (a poison message): held, not chased
-          // round the loop. Ids first: SentTimestamp is the service's clock, not ours.
-          if (copies.has(l.id) || l.deadLetteredAtMs >= startedAt) {
+          // round the loop. Ids first: SentTimestamp is the service's clock, not ours. Strictly
+          // later: a letter whose send returned before we began can carry the very millisecond
+          // we began in (a local endpoint answers within it), and it was there.
+          if (copies.has(l.id) || l.deadLetteredAtMs > startedAt) {
             leaveInPlace.push(l.message);
             continue;
           }

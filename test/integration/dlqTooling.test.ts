@@ -21,7 +21,7 @@ import {
   unpackAttributes,
 } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { declareTopics, recordsIn } from "../support/kafkaHarness.ts";
@@ -436,6 +436,39 @@ describe("SQS DLQ: inspect and redrive", () => {
     const result = await redriveSqsDeadLetters(client, dlq.url, { toQueueUrl: dlq.url, useMoveTask: false });
     expect(result).toMatchObject({ moved: 3, failed: 0, seen: 3 });
     expect((await drain(dlq.url)).map((a) => a.body)).toEqual(["p1", "p2", "p3"]);
+  });
+
+  it("a letter sent in the very millisecond the redrive begins was there, and moves; one sent a millisecond later stays", async () => {
+    const dlq = await queue("edge-dlq");
+    const target = await queue("edge-target");
+    await client.send(
+      new SendMessageCommand({
+        QueueUrl: dlq.url,
+        MessageBody: "edge",
+        MessageAttributes: toSdkAttributes(packAttributes({}, { "x-last-error": "TransientError: t" })),
+      }),
+    );
+    const peek = await client.send(
+      new ReceiveMessageCommand({
+        QueueUrl: dlq.url,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: 0,
+        MessageSystemAttributeNames: ["SentTimestamp"],
+      }),
+    );
+    const sentAt = Number(peek.Messages![0]!.Attributes!.SentTimestamp);
+    // Our clock is held where the redrive reads its start (only Date: SQS's clock, and timers, run on).
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const options = { toQueueUrl: target.url, useMoveTask: false };
+      vi.setSystemTime(sentAt - 1);
+      expect(await redriveSqsDeadLetters(client, dlq.url, options)).toMatchObject({ moved: 0, seen: 0 });
+      vi.setSystemTime(sentAt);
+      expect(await redriveSqsDeadLetters(client, dlq.url, options)).toMatchObject({ moved: 1, seen: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect((await drain(target.url)).map((a) => a.body)).toEqual(["edge"]);
   });
 
   it("redrive to a named queue uses SQS's own StartMessageMoveTask where the endpoint has it, receive-send-delete where not; nothing lost", async () => {
