@@ -18,8 +18,10 @@
  * per message)); for the relay, events/s over the serial bound of its publish and its clear.
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   BatchExecuteStatementCommand,
+  BatchGetItemCommand,
   BatchWriteItemCommand,
   type DynamoDBClient,
   PutItemCommand,
@@ -259,3 +261,67 @@ export const fractionOf = (rate: number, ceiling: number): number =>
 /** The rate two stages in series allow, each unit passing through both (1 / Σ 1/rate). */
 export const serialCeiling = (...perSec: number[]): number =>
   Math.round(1 / perSec.reduce((a, r) => a + 1 / r, 0));
+
+/**
+ * Our dedup writes in the shape of a Lambda batch, with no consumer around them: per batch, the
+ * claims of its new keys (INSERTs of 25) and one consistent read of its known keys all at once,
+ * each claim group's completions `handlerMs` after its claims come back (the handler's work), and
+ * the next batch only once the last completion is in (Lambda waits for the answer). The bound any
+ * consumer meets that claims before and completes after its effects, one batch at a time.
+ */
+export async function batchShapedCeiling(
+  client: DynamoDBClient,
+  table: string,
+  batches: ReadonlyArray<{ readonly newKeys: number; readonly knownKeys: number }>,
+  handlerMs: number,
+): Promise<CeilingFigure> {
+  const tag = randomBytes(4).toString("hex");
+  const expires = String(Date.now() + 30_000);
+  const key = (n: number) => ({ S: `shaped-${tag}-${n}` });
+  let written = 0;
+  let keyNo = 0;
+  const t0 = performance.now();
+  for (const batch of batches) {
+    const first = keyNo;
+    keyNo += batch.newKeys;
+    const ids = Array.from({ length: batch.newKeys }, (_, j) => `shaped-${tag}-${first + j}`);
+    const groups = Array.from({ length: Math.ceil(ids.length / 25) }, (_, g) =>
+      ids.slice(g * 25, g * 25 + 25),
+    );
+    const known = Math.min(batch.knownKeys, first);
+    await Promise.all([
+      known > 0 &&
+        client.send(
+          new BatchGetItemCommand({
+            RequestItems: {
+              [table]: {
+                Keys: Array.from({ length: known }, (_, j) => ({ pk: key(first - 1 - j) })),
+                ConsistentRead: true,
+              },
+            },
+          }),
+        ),
+      ...groups.map(async (group) => {
+        await client.send(
+          new BatchExecuteStatementCommand({
+            Statements: group.map((id) => ({
+              Statement: `INSERT INTO "${table}" VALUE {'pk': ?, 'status': 'IN_PROGRESS', 'leaseToken': ?, 'leaseExpiresAt': ?, 'expiresAt': ?, 'attempts': 1}`,
+              Parameters: [{ S: id }, { S: id }, { N: expires }, { N: "9999999999" }],
+            })),
+          }),
+        );
+        await sleep(handlerMs);
+        await client.send(
+          new BatchExecuteStatementCommand({
+            Statements: group.map((id) => ({
+              Statement: `UPDATE "${table}" SET "status" = 'COMPLETED' SET "expiresAt" = ? REMOVE "leaseExpiresAt" WHERE "pk" = ? AND "leaseToken" = ?`,
+              Parameters: [{ N: "9999999999" }, { S: id }, { S: id }],
+            })),
+          }),
+        );
+        written += group.length * 2;
+      }),
+    ]);
+  }
+  return figure(written, performance.now() - t0);
+}

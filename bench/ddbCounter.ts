@@ -18,6 +18,10 @@ export interface DynamoDbCount {
    * DynamoDB had work from this client at all (where a ceiling fraction's rest goes).
    */
   busyMs: number;
+  /** In-flight requests integrated over time (request-milliseconds): ÷ wall time, the mean depth. */
+  depthMs: number;
+  /** Statements per BatchExecuteStatement sent, in order: the shape a ceiling probe replays. */
+  statementGroups: number[];
 }
 
 type Input = {
@@ -57,9 +61,24 @@ function readUnitsOf(name: string, input: Input | undefined, output: unknown): n
 
 /** Counts every HTTP request a DynamoDB client sends (retries included), with an SDK middleware. */
 export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
-  const count: DynamoDbCount = { requests: 0, writeUnits: 0, readUnits: 0, byCommand: {}, busyMs: 0 };
+  const count: DynamoDbCount = {
+    requests: 0,
+    writeUnits: 0,
+    readUnits: 0,
+    byCommand: {},
+    busyMs: 0,
+    depthMs: 0,
+    statementGroups: [],
+  };
   let inFlight = 0;
   let busySince = 0;
+  let changedAt = 0;
+  const step = (by: number) => {
+    const now = performance.now();
+    count.depthMs += inFlight * (now - changedAt);
+    changedAt = now;
+    inFlight += by;
+  };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const name = (context.commandName ?? "unknown").replace(/Command$/, "");
@@ -67,13 +86,16 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
       count.byCommand[name] = (count.byCommand[name] ?? 0) + 1;
       const input = (args as { input?: Input }).input;
       count.writeUnits += writeUnitsOf(name, input);
-      if (inFlight++ === 0) busySince = performance.now();
+      if (name === "BatchExecuteStatement") count.statementGroups.push(input?.Statements?.length ?? 0);
+      if (inFlight === 0) busySince = performance.now();
+      step(1);
       try {
         const out = await next(args);
         count.readUnits += readUnitsOf(name, input, out.output);
         return out;
       } finally {
-        if (--inFlight === 0) count.busyMs += performance.now() - busySince;
+        step(-1);
+        if (inFlight === 0) count.busyMs += performance.now() - busySince;
       }
     },
     { step: "initialize", name: "benchCountDynamoDb" },

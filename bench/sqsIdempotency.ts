@@ -5,16 +5,24 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   BatchExecuteStatementCommand,
+  BatchGetItemCommand,
   CreateTableCommand,
   DynamoDBClient,
   PutItemCommand,
+  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable } from "reliable-consumers/testing";
 import { lambdaContext } from "../lib/local/lambdaContext.ts";
-import { type CeilingFigure, fractionOf, partiqlWriteCeiling, putItemWriteCeiling } from "./ceilings.ts";
+import {
+  batchShapedCeiling,
+  type CeilingFigure,
+  fractionOf,
+  partiqlWriteCeiling,
+  putItemWriteCeiling,
+} from "./ceilings.ts";
 import { countDynamoDb, type DynamoDbCount } from "./ddbCounter.ts";
 import { powertoolsSqsHandler } from "./peers.ts";
 
@@ -87,6 +95,17 @@ export function workload(
   return { events, unique: keys.length };
 }
 
+/** Per batch of the workload: keys new to the table, and distinct keys it already holds. */
+export function batchShapes(o: SqsBenchOptions): Array<{ newKeys: number; knownKeys: number }> {
+  const seen = new Set<string>();
+  return workload(o, "arn:aws:sqs:us-east-1:000000000000:shapes", "shape").events.map(({ Records }) => {
+    const keys = new Set(Records.map((r) => (JSON.parse(r.body) as { orderId: string }).orderId));
+    const known = [...keys].filter((k) => seen.has(k)).length;
+    for (const k of keys) seen.add(k);
+    return { newKeys: keys.size - known, knownKeys: known };
+  });
+}
+
 export interface SideResult {
   msgsPerSec: number;
   records: number;
@@ -102,6 +121,10 @@ export interface SideResult {
   writeUnitsPerSec: number;
   /** Share of the run's wall time with a DynamoDB request of this side in flight. */
   ddbBusyShare: number;
+  /** Mean number of this side's DynamoDB requests in flight over the run (the probe keeps its own constant). */
+  ddbMeanDepth: number;
+  /** CPU this process used over the run, in cores (of the machine's 2: the rest is DynamoDB Local's). */
+  processCores: number;
   byCommand: Record<string, number>;
 }
 
@@ -156,12 +179,14 @@ export async function runSide(
   });
   const { events, unique } = workload(o, queueArn, tag);
   let failed = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (const event of events) {
     const out = await handler(event, lambdaContext("bench-consumer", 900_000));
     failed += out.batchItemFailures.length;
   }
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const records = o.batches * o.batchSize;
   const applied = [...effects.values()].reduce((a, b) => a + b, 0);
   return {
@@ -177,6 +202,8 @@ export async function runSide(
     readUnitsPerNewMessage: round(count.readUnits / unique, 3),
     writeUnitsPerSec: Math.round(count.writeUnits / seconds),
     ddbBusyShare: round(count.busyMs / (seconds * 1000), 3),
+    ddbMeanDepth: round(count.depthMs / (seconds * 1000), 2),
+    processCores: round((cpu.user + cpu.system) / 1e6 / seconds, 2),
     byCommand: count.byCommand,
   };
 }
@@ -194,37 +221,70 @@ async function powertoolsTable(client: DynamoDBClient, table: string) {
   );
 }
 
-/** DynamoDB Local's JVM speeds up ~2.5× over its first ~20,000 requests: warm it before measuring. */
+/**
+ * DynamoDB Local's JVM speeds up ~2.5× over its first ~20,000 requests: warm it before measuring,
+ * on every request shape the two sides and their probes send (a path first met mid-run is
+ * compiled mid-run, and the round that meets it pays for it).
+ */
 export async function warmUp(requests = 20_000): Promise<void> {
   const client = new DynamoDBClient({});
   await createDedupTable(client, "bench-warmup");
+  const statements = (sql: string, parameters: (j: number) => string[]) =>
+    new BatchExecuteStatementCommand({
+      Statements: Array.from({ length: 25 }, (_, j) => ({
+        Statement: sql,
+        Parameters: parameters(j).map((S) => ({ S })),
+      })),
+    });
+  const shapes = [
+    // Ours: claims (PartiQL INSERTs of new keys), fenced completions, reads of known keys.
+    (i: number) =>
+      statements(
+        `INSERT INTO "bench-warmup" VALUE {'pk': ?, 'status': 'IN_PROGRESS', 'leaseToken': ?, 'expiresAt': 9999999999}`,
+        (j) => [`i${i}-${j}`, `t${i}`],
+      ),
+    (i: number) =>
+      statements(
+        `UPDATE "bench-warmup" SET "status" = 'COMPLETED' REMOVE "leaseExpiresAt" WHERE "pk" = ? AND "leaseToken" = ?`,
+        (j) => [`i${i - 1}-${j}`, `t${i - 1}`],
+      ),
+    (i: number) =>
+      new BatchGetItemCommand({
+        RequestItems: {
+          "bench-warmup": {
+            Keys: Array.from({ length: 10 }, (_, j) => ({ pk: { S: `w${(i + j) % 5000}` } })),
+            ConsistentRead: true,
+          },
+        },
+      }),
+    // Powertools': a conditional PutItem, then an UpdateItem.
+    (i: number) =>
+      new PutItemCommand({
+        TableName: "bench-warmup",
+        Item: { pk: { S: `w${i % 5000}` }, v: { N: String(i) } },
+        ConditionExpression: i % 2 ? "attribute_not_exists(pk)" : undefined,
+      }),
+    (i: number) =>
+      new UpdateItemCommand({
+        TableName: "bench-warmup",
+        Key: { pk: { S: `w${i % 5000}` } },
+        UpdateExpression: "SET #v = :v",
+        ExpressionAttributeNames: { "#v": "v" },
+        ExpressionAttributeValues: { ":v": { N: String(i) } },
+      }),
+  ];
   let next = 0;
   await Promise.all(
     Array.from({ length: 40 }, async () => {
       while (next < requests) {
         const i = next++;
-        // Exercise the paths both sides use: plain and conditional writes, and PartiQL batches.
-        const write =
-          i % 50 === 0
-            ? client.send(
-                new BatchExecuteStatementCommand({
-                  Statements: Array.from({ length: 25 }, (_, j) => ({
-                    Statement: `UPDATE "bench-warmup" SET "v" = ? WHERE "pk" = ? AND "v" >= ?`,
-                    Parameters: [{ N: String(i) }, { S: `w${(i + j) % 5000}` }, { N: "0" }],
-                  })),
-                }),
-              )
-            : client.send(
-                new PutItemCommand({
-                  TableName: "bench-warmup",
-                  Item: { pk: { S: `w${i % 5000}` }, v: { N: String(i) } },
-                  ConditionExpression: i % 2 ? "attribute_not_exists(pk)" : undefined,
-                }),
-              );
-        await write.catch(() => undefined);
+        // One in ten requests is a batch of ours (each shape in turn), the rest single-item writes.
+        const shape = i % 10 === 0 ? shapes[(i / 10) % 3]! : shapes[3 + (i % 2)]!;
+        await client.send(shape(i) as never).catch(() => undefined);
       }
     }),
   );
+  client.destroy();
 }
 
 export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
@@ -237,40 +297,108 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
   // Alternate sides so drift in the JVM or the machine hits both alike. Each round pairs one run of
   // each side back to back; the ratio is the median of the paired rounds' ratios (robust to a noisy
   // round), and each side's figures are from its median round.
-  // Each side is followed by its ceiling probe on the same DynamoDB Local (bench/ceilings.ts): the
-  // same writes, in the same shape and at the same concurrency, with no consumer around them.
-  const probeClient = new DynamoDBClient({});
+  // Each side runs between two runs of its ceiling probes on the same DynamoDB Local
+  // (bench/ceilings.ts): the same writes, in the same shape and at the same concurrency, with no
+  // consumer around them. Ours has a second one: the same writes in the shape of its Lambda
+  // batches, the bound of any consumer that claims before its effects and completes after them.
   const inFlight = Math.ceil(o.batchSize / 25);
+  const keys = workload(o, arn, "probe").unique; // as many keys as each side writes
+  const shapes = batchShapes(o);
   const rounds: Round[] = [];
   for (let r = 0; r < o.rounds; r++) {
-    const a = await runSide(ours, createDedupTable, o, arn, `ours-${r}`);
-    const ca = await partiqlWriteCeiling(probeClient, `bench-ours-${r}`, a.newMessages, inFlight);
-    const b = await runSide(theirs, powertoolsTable, o, arn, `pt-${r}`);
-    const cb = await putItemWriteCeiling(probeClient, `bench-pt-${r}`, b.newMessages, 50);
+    const [a, ca] = await bracketed(() => runSide(ours, createDedupTable, o, arn, `ours-${r}`), {
+      bare: (k) =>
+        probed(createDedupTable, `probe-ours-${r}-${k}`, (c, t) => partiqlWriteCeiling(c, t, keys, inFlight)),
+      shaped: (k) =>
+        probed(createDedupTable, `shaped-ours-${r}-${k}`, (c, t) =>
+          batchShapedCeiling(c, t, shapes, o.handlerMs),
+        ),
+    });
+    const [b, cb] = await bracketed(() => runSide(theirs, powertoolsTable, o, arn, `pt-${r}`), {
+      bare: (k) =>
+        probed(powertoolsTable, `probe-pt-${r}-${k}`, (c, t) => putItemWriteCeiling(c, t, keys, 50)),
+    });
     rounds.push({
       ours: a,
       powertools: b,
       ratio: a.msgsPerSec / b.msgsPerSec,
-      ceilings: { ours: ca, powertools: cb },
+      ceilings: { ours: ca.bare, powertools: cb.bare, oursBatchShaped: ca.shaped },
       fractions: {
-        ours: fractionOf(a.writeUnitsPerSec, ca.perSec),
-        powertools: fractionOf(b.writeUnitsPerSec, cb.perSec),
+        ours: fractionOf(a.writeUnitsPerSec, ca.bare.perSec),
+        powertools: fractionOf(b.writeUnitsPerSec, cb.bare.perSec),
+        oursOfBatchShaped: fractionOf(a.writeUnitsPerSec, ca.shaped.perSec),
+        batchShapedOfBare: fractionOf(ca.shaped.perSec, ca.bare.perSec),
       },
     });
+    const f = rounds.at(-1)!.fractions;
     console.error(
-      `round ${r + 1}: ours ${a.msgsPerSec} msg/s (${rounds.at(-1)!.fractions.ours} of its ceiling), powertools ${b.msgsPerSec} msg/s (${rounds.at(-1)!.fractions.powertools})`,
+      `round ${r + 1}: ours ${a.msgsPerSec} msg/s (${f.ours} of its ceiling, ${f.oursOfBatchShaped} of the batch-shaped bound), powertools ${b.msgsPerSec} msg/s (${f.powertools})`,
     );
   }
-  probeClient.destroy();
   return summarise(o, rounds);
+}
+
+/** A probe's figure, with its mean depth and this process's CPU, to set beside a side's. */
+type ProbeFigure = CeilingFigure & { meanDepth: number; processCores: number };
+
+async function probed(
+  createTable: (client: DynamoDBClient, table: string) => Promise<void>,
+  table: string,
+  run: (client: DynamoDBClient, table: string) => Promise<CeilingFigure>,
+): Promise<ProbeFigure> {
+  await createTable(new DynamoDBClient({}), table);
+  const client = new DynamoDBClient({});
+  const count = countDynamoDb(client);
+  const cpu0 = process.cpuUsage();
+  try {
+    const f = await run(client, table);
+    const cpu = process.cpuUsage(cpu0);
+    return {
+      ...f,
+      meanDepth: round(count.depthMs / f.ms, 2),
+      processCores: round((cpu.user + cpu.system) / 1000 / f.ms, 2),
+    };
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * A side's run between two runs of each of its probes, against their means: DynamoDB Local's speed
+ * drifts within a run (its JIT, its heap), and probes only after the side would credit the drift
+ * to it. The probes run in order before the side and in reverse order after it.
+ */
+async function bracketed<K extends string>(
+  side: () => Promise<SideResult>,
+  probes: Record<K, (k: number) => Promise<ProbeFigure>>,
+): Promise<[SideResult, Record<K, ProbeFigure>]> {
+  const names = Object.keys(probes) as K[];
+  const before = new Map<K, ProbeFigure>();
+  for (const name of names) before.set(name, await probes[name](0));
+  const result = await side();
+  const after = new Map<K, ProbeFigure>();
+  for (const name of [...names].reverse()) after.set(name, await probes[name](1));
+  const figures = {} as Record<K, ProbeFigure>;
+  for (const name of names) {
+    const [x, y] = [before.get(name)!, after.get(name)!];
+    const mean = (f: (p: ProbeFigure) => number) => round((f(x) + f(y)) / 2, 2);
+    figures[name] = {
+      perSec: Math.round(mean((p) => p.perSec)),
+      units: x.units + y.units,
+      ms: x.ms + y.ms,
+      meanDepth: mean((p) => p.meanDepth),
+      processCores: mean((p) => p.processCores),
+    };
+  }
+  return [result, figures];
 }
 
 interface Round {
   ours: SideResult;
   powertools: SideResult;
   ratio: number;
-  ceilings: { ours: CeilingFigure; powertools: CeilingFigure };
-  fractions: { ours: number; powertools: number };
+  ceilings: { ours: ProbeFigure; powertools: ProbeFigure; oursBatchShaped: ProbeFigure };
+  fractions: { ours: number; powertools: number; oursOfBatchShaped: number; batchShapedOfBare: number };
 }
 
 const medianOf = <T>(items: T[], by: (t: T) => number): T =>
@@ -295,6 +423,15 @@ function summarise(o: SqsBenchOptions, rounds: Round[]) {
       powertoolsWritesPerSec: medianOf(rounds, (r) => r.ceilings.powertools.perSec).ceilings.powertools
         .perSec,
     },
+    // Where ours' rest goes: the batch shape's own share of the ceiling (claims before the effects,
+    // completions before the answer, one batch at a time), and ours against that shape's bound.
+    batchShaped: {
+      ceiling: `the same writes per Lambda batch: claims and one read of known keys at once, each group's completions ${o.handlerMs} ms after its claims, the next batch after the last completion`,
+      writesPerSec: medianOf(rounds, (r) => r.ceilings.oursBatchShaped.perSec).ceilings.oursBatchShaped
+        .perSec,
+      ofCeiling: medianOf(rounds, (r) => r.fractions.batchShapedOfBare).fractions.batchShapedOfBare,
+      oursOfIt: medianOf(rounds, (r) => r.fractions.oursOfBatchShaped).fractions.oursOfBatchShaped,
+    },
     roundFractions: rounds.map((r) => r.fractions),
     // Where the rest of the ceiling goes: the share of each side's median round with no DynamoDB
     // request of its own in flight (its handlers, the SQS calls, the consumer's own CPU).
@@ -302,5 +439,13 @@ function summarise(o: SqsBenchOptions, rounds: Round[]) {
       ours: medianOf(rounds, (r) => r.ours.msgsPerSec).ours.ddbBusyShare,
       powertools: medianOf(rounds, (r) => r.powertools.msgsPerSec).powertools.ddbBusyShare,
     },
+    // Requests in flight on average, and this process's CPU in cores, for each side and its probe
+    // (per round): depth the side does not keep, or CPU it takes from DynamoDB Local.
+    depthAndCpu: rounds.map((r) => ({
+      ours: [r.ours.ddbMeanDepth, r.ours.processCores],
+      oursProbe: [r.ceilings.ours.meanDepth, r.ceilings.ours.processCores],
+      powertools: [r.powertools.ddbMeanDepth, r.powertools.processCores],
+      powertoolsProbe: [r.ceilings.powertools.meanDepth, r.ceilings.powertools.processCores],
+    })),
   };
 }

@@ -6,6 +6,13 @@
 export interface KeyedTask<T> {
   /** Ordering key; `undefined` means "unordered". */
   readonly key: string | undefined;
+  /**
+   * Settles when the task can start without waiting (its dedup claim, sent ahead, is answered). A
+   * lane takes a slot only once its first task is ready, and ready lanes start in the order they
+   * became ready: a slot is never held by a record waiting on a claim while records whose claims
+   * are in wait for a slot. Never rejects (a rejection counts as ready). @default ready now
+   */
+  readonly ready?: Promise<unknown>;
   run(): Promise<T>;
 }
 
@@ -61,10 +68,9 @@ export async function runKeyed<T>(
   });
 
   let outOfTime = false;
-  let nextLane = 0;
+  const takeLane = readyLanes(lanes, (lane) => tasks[lane[0]!]!.ready);
   const worker = async () => {
-    while (nextLane < lanes.length) {
-      const lane = lanes[nextLane++]!;
+    for (let lane = await takeLane(); lane; lane = await takeLane()) {
       let failed = false;
       for (const index of lane) {
         if (failed) {
@@ -91,4 +97,32 @@ export async function runKeyed<T>(
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, lanes.length) }, worker));
   return outcomes;
+}
+
+/**
+ * Hands out lanes in the order their readiness settles (those ready from the start first, in batch
+ * order); `undefined` once every lane has been handed out.
+ */
+function readyLanes<L>(lanes: ReadonlyArray<L>, readyOf: (lane: L) => Promise<unknown> | undefined) {
+  const ready: L[] = [];
+  let taken = 0;
+  let waiters: Array<() => void> = [];
+  const push = (lane: L) => {
+    ready.push(lane);
+    for (const wake of waiters) wake();
+    waiters = [];
+  };
+  for (const lane of lanes) {
+    const readiness = readyOf(lane);
+    const start = () => push(lane);
+    if (readiness) void readiness.then(start, start);
+    else ready.push(lane);
+  }
+  return async (): Promise<L | undefined> => {
+    while (taken === ready.length) {
+      if (taken === lanes.length) return undefined;
+      await new Promise<void>((wake) => waiters.push(wake));
+    }
+    return ready[taken++];
+  };
 }

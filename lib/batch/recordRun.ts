@@ -206,6 +206,8 @@ export async function runPlans<P extends RecordPlan<unknown, unknown>>(
   const tasks = await runKeyed(
     plans.map((p) => ({
       key: options.laneOf(p),
+      // A record whose claim went ahead takes a slot once the claim is answered.
+      ...(p.claim ? { ready: p.claim } : {}),
       run: async () => {
         p.outcome ??= await options.run(p);
         return p.outcome;

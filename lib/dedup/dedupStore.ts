@@ -31,7 +31,7 @@ export interface DedupStoreOptions {
    * `{ maxBatch: 1 }` claims each new key with its own UpdateItem. @default { maxBatch: 25, maxDelayMs: 2 }
    */
   readonly claims?: BatchingOptions;
-  /** Completion grouping (fenced PartiQL UPDATEs, up to 25 per request). @default { maxBatch: 25, maxDelayMs: 10 } */
+  /** Completion grouping (fenced PartiQL UPDATEs, up to 25 per request). @default { maxBatch: 25, maxDelayMs: 10, idleMs: 2 } */
   readonly completion?: BatchingOptions;
   /** Injectable clock for tests. */
   readonly now?: () => number;

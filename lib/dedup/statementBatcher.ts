@@ -15,6 +15,12 @@ export interface BatchingOptions {
   readonly maxBatch?: number;
   /** The longest a statement waits for company before it is sent. */
   readonly maxDelayMs?: number;
+  /**
+   * A group also goes once no statement has joined it for this long: a burst (the completions of
+   * records whose claims came back together) goes when it ends, not `maxDelayMs` after it began,
+   * while statements that trickle in still wait for company. @default min(2, maxDelayMs)
+   */
+  readonly idleMs?: number;
   /** Rounds for statements that failed with throttling or an internal error. @default 4 */
   readonly maxRounds?: number;
 }
@@ -70,15 +76,20 @@ export class StatementBatcher {
   private readonly client: DynamoDBClient;
   private readonly maxBatch: number;
   private readonly maxDelayMs: number;
+  private readonly idleMs: number;
   private readonly maxRounds: number;
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** When the oldest queued statement and the latest one joined (ms, `performance.now()`). */
+  private firstAt = 0;
+  private lastAt = 0;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(client: DynamoDBClient, options: BatchingOptions, defaultDelayMs: number) {
     this.client = client;
     this.maxBatch = Math.min(Math.max(options.maxBatch ?? DYNAMODB_BATCH_LIMIT, 1), DYNAMODB_BATCH_LIMIT);
     this.maxDelayMs = options.maxDelayMs ?? defaultDelayMs;
+    this.idleMs = Math.min(options.idleMs ?? 2, this.maxDelayMs);
     this.maxRounds = options.maxRounds ?? 4;
   }
 
@@ -97,9 +108,23 @@ export class StatementBatcher {
         resolve,
         reject,
       });
+      this.lastAt = performance.now();
       if (this.queue.length >= this.maxBatch) this.flushNow();
-      else this.timer ??= setTimeout(() => this.flushNow(), this.maxDelayMs);
+      else if (!this.timer) {
+        this.firstAt = this.lastAt;
+        this.arm(this.idleMs);
+      }
     });
+  }
+
+  /** One timer per group, re-armed when it fires early, rather than one per statement. */
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => {
+      const now = performance.now();
+      const due = Math.min(this.lastAt + this.idleMs, this.firstAt + this.maxDelayMs);
+      if (now >= due) this.flushNow();
+      else this.arm(due - now);
+    }, ms);
   }
 
   /**

@@ -240,6 +240,29 @@ describe("dedup store", () => {
     expect((await getItem("s6", "k3"))?.status?.S).toBe("IN_PROGRESS");
   });
 
+  it("a burst of completions goes once it ends (idleMs), not when its group's longest wait runs out", async () => {
+    const counted = new DynamoDBClient({});
+    const requests = countRequests(counted);
+    const store = createDedupStore({
+      tableName: table,
+      scope: "s-idle",
+      client: counted,
+      // Without the idle rule the group would wait 10 minutes for company: the test times out.
+      completion: { maxBatch: 25, maxDelayMs: 600_000, idleMs: 5 },
+    });
+    const leases = [];
+    for (const key of ["x", "y", "z"]) {
+      const r = await store.claim(key);
+      if (r.status !== "claimed") throw new Error("expected claim");
+      leases.push(r.lease);
+    }
+    const before = requests.byCommand.BatchExecuteStatementCommand ?? 0;
+    // No flush: only the idle rule sends the group.
+    await Promise.all(leases.map((l) => store.complete(l)));
+    expect(requests.byCommand.BatchExecuteStatementCommand! - before).toBe(1);
+    expect((await getItem("s-idle", "z"))?.status?.S).toBe("COMPLETED");
+  }, 30_000);
+
   it("coalesces concurrent claims of new keys into one request; a key known to exist is read, not written", async () => {
     const counted = new DynamoDBClient({});
     const requests = countRequests(counted);

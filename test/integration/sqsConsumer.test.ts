@@ -384,6 +384,60 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
     expect(await drainQueue(sqs, q.url)).toHaveLength(8 - ran);
   });
 
+  it("a record waiting on its claim holds no slot: records whose claims came back run first", async () => {
+    const q = await queue("ready-first");
+    const order: string[] = [];
+    // DynamoDB holds back the claims of the batch's first five records (one request of five)
+    // until five effects have run; 10 s is only there so that a regression fails instead of hanging.
+    const held = new DynamoDBClient({});
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const fallback = setTimeout(() => release(), 10_000);
+    held.middlewareStack.add(
+      (next) => async (args) => {
+        const statements = (args.input as { Statements?: Array<{ Parameters?: Array<{ S?: string }> }> })
+          .Statements;
+        if (statements?.some((st) => st.Parameters?.some((p) => p.S?.endsWith("#a0")))) await released;
+        return next(args);
+      },
+      { step: "initialize", name: "holdFirstClaims" },
+    );
+    const handler = sqsConsumer<Msg>(
+      async ({ body }) => {
+        order.push(body.id);
+        if (order.length === 5) release();
+      },
+      {
+        schema: Msg,
+        key: (m) => m.id,
+        idempotency: createDedupStore({
+          tableName: table,
+          scope: name("ready-first"),
+          client: held,
+          claims: { maxBatch: 5 },
+        }),
+        dynamodbClient: held,
+        concurrency: 1,
+      },
+    );
+    const ids = ["a0", "a1", "a2", "a3", "a4", "b0", "b1", "b2", "b3", "b4"];
+    await sendAll(
+      sqs,
+      q.url,
+      ids.map((id) => ({ body: JSON.stringify({ id }) })),
+    );
+    // The batch in id order (a standard queue hands messages over in any order).
+    const Records = (await drainQueue(sqs, q.url))
+      .map((m) => toLambdaRecord(m, q.arn))
+      .sort((a, b) => JSON.parse(a.body).id.localeCompare(JSON.parse(b.body).id));
+    expect(Records.map((r) => JSON.parse(r.body).id)).toEqual(ids);
+    const out = await handler({ Records }, lambdaContext("ready-first", 60_000));
+    clearTimeout(fallback);
+    expect(out.batchItemFailures).toEqual([]);
+    // With one slot, the five records whose claims were answered ran while a0–a4 waited.
+    expect(order).toEqual(["b0", "b1", "b2", "b3", "b4", "a0", "a1", "a2", "a3", "a4"]);
+  });
+
   it("keeps a short lease alive through a long job although the visibility timeout is far longer", async () => {
     // 6 × the function timeout makes visibility long; a duplicate delivery must still not take a
     // key whose 2 s lease would have lapsed mid-job without its own renewal cadence.

@@ -209,4 +209,34 @@ describe("runKeyed", () => {
     );
     expect(out.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "skipped", "skipped", "skipped"]);
   });
+
+  it("gives a slot to a lane whose first task is ready, not to one still waiting (its claim)", async () => {
+    let claimA!: () => void;
+    const aReady = new Promise<void>((r) => (claimA = r));
+    const log: string[] = [];
+    const task = (key: string | undefined, id: string, ready?: Promise<unknown>) => ({
+      key,
+      ...(ready ? { ready } : {}),
+      run: async () => {
+        log.push(id);
+        // The last ready task lets the first lane's claim come back.
+        if (id === "u1") claimA();
+        return id;
+      },
+    });
+    const out = await runKeyed(
+      [
+        task("a", "a1", aReady),
+        task("a", "a2"),
+        task("b", "b1", Promise.resolve()),
+        task(undefined, "u1"),
+        // A rejected readiness is ready too: the task's own run sees the failure.
+        task("c", "c1", Promise.reject(new Error("claim failed"))),
+      ],
+      { concurrency: 1 },
+    );
+    // u1 (ready at once) first, then in the order readiness settled; a's lane keeps its order.
+    expect(log).toEqual(["u1", "b1", "c1", "a1", "a2"]);
+    expect(out.map((o) => o.status)).toEqual(Array(5).fill("fulfilled"));
+  });
 });
