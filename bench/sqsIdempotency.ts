@@ -32,6 +32,8 @@ export interface SqsBenchOptions {
   duplicateRate: number;
   handlerMs: number;
   rounds: number;
+  /** Rounds run first and left out of the figures: each side's paths warm further in their first round. */
+  warmupRounds: number;
 }
 
 export const DEFAULT_SQS_BENCH: SqsBenchOptions = {
@@ -40,6 +42,7 @@ export const DEFAULT_SQS_BENCH: SqsBenchOptions = {
   duplicateRate: 0.1,
   handlerMs: 2,
   rounds: 6,
+  warmupRounds: 1,
 };
 
 /** A seeded PRNG so both sides see the very same workload. */
@@ -306,7 +309,7 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
   const keys = workload(o, arn, "probe").unique; // as many keys as each side writes
   const shapes = batchShapes(o);
   const rounds: Round[] = [];
-  for (let r = 0; r < o.rounds; r++) {
+  for (let r = -o.warmupRounds; r < o.rounds; r++) {
     const [a, ca] = await bracketed(() => runSide(ours, createDedupTable, o, arn, `ours-${r}`), {
       bare: (k) =>
         probed(createDedupTable, `probe-ours-${r}-${k}`, (c, t) => partiqlWriteCeiling(c, t, keys, inFlight)),
@@ -319,7 +322,7 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
       bare: (k) =>
         probed(powertoolsTable, `probe-pt-${r}-${k}`, (c, t) => putItemWriteCeiling(c, t, keys, 50)),
     });
-    rounds.push({
+    const paired: Round = {
       ours: a,
       powertools: b,
       ratio: a.msgsPerSec / b.msgsPerSec,
@@ -330,10 +333,11 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
         oursOfBatchShaped: fractionOf(a.writeUnitsPerSec, ca.shaped.perSec),
         batchShapedOfBare: fractionOf(ca.shaped.perSec, ca.bare.perSec),
       },
-    });
-    const f = rounds.at(-1)!.fractions;
+    };
+    if (r >= 0) rounds.push(paired);
+    const f = paired.fractions;
     console.error(
-      `round ${r + 1}: ours ${a.msgsPerSec} msg/s (${f.ours} of its ceiling, ${f.oursOfBatchShaped} of the batch-shaped bound), powertools ${b.msgsPerSec} msg/s (${f.powertools})`,
+      `${r < 0 ? "warm-up round" : `round ${r + 1}`}: ours ${a.msgsPerSec} msg/s (${f.ours} of its ceiling, ${f.oursOfBatchShaped} of the batch-shaped bound), powertools ${b.msgsPerSec} msg/s (${f.powertools})`,
     );
   }
   return summarise(o, rounds);
