@@ -6,8 +6,11 @@
  * - DynamoDB Local, ours: conditional PartiQL writes in BatchExecuteStatement calls of 25, the
  *   claim (`INSERT`) then the fenced completion (`UPDATE … WHERE token = ?`) of each key, with as
  *   many requests in flight as the consumer has (a batch of 100 → 4).
- * - DynamoDB Local, Powertools': a conditional PutItem then an UpdateItem per key, 50 in flight
- *   (its `processInParallel` runs the whole batch at once; the SDK's agent keeps 50 sockets).
+ * - DynamoDB Local, Powertools': a conditional PutItem then an UpdateItem per key, the whole batch
+ *   in flight (its `processInParallel` runs the whole batch at once; the SDK's agent queues what
+ *   its 50 sockets cannot carry, as it does for Powertools).
+ * - DynamoDB Local, ours in the shape of its Lambda batches (`batchShapedCeiling`): the bound of
+ *   the batch model itself, to say how much of ours' rest is the model's and how much its own.
  * - DynamoDB Local, the relay's clears: BatchWriteItem puts of 25, 4 in flight (a batch of 100).
  * - fauxqs: SendMessageBatch of 10 messages with the relay's attributes, 10 in flight.
  * - the Kafka broker: kafkajs alone, one `sendBatch` of 100 messages at a time (the relay's shape),

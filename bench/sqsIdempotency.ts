@@ -320,7 +320,7 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
     });
     const [b, cb] = await bracketed(() => runSide(theirs, powertoolsTable, o, arn, `pt-${r}`), {
       bare: (k) =>
-        probed(powertoolsTable, `probe-pt-${r}-${k}`, (c, t) => putItemWriteCeiling(c, t, keys, 50)),
+        probed(powertoolsTable, `probe-pt-${r}-${k}`, (c, t) => putItemWriteCeiling(c, t, keys, o.batchSize)),
     });
     const paired: Round = {
       ours: a,
@@ -431,7 +431,7 @@ function summarise(o: SqsBenchOptions, rounds: Round[]) {
     },
     ceilings: {
       ours: `conditional PartiQL writes (claim INSERT + fenced completion UPDATE), 25 per BatchExecuteStatement, ${Math.ceil(o.batchSize / 25)} in flight`,
-      powertools: "a conditional PutItem then an UpdateItem per key, 50 in flight",
+      powertools: `a conditional PutItem then an UpdateItem per key, ${o.batchSize} in flight (the whole batch, as its processInParallel)`,
       oursWritesPerSec: medianOf(rounds, (r) => r.ceilings.ours.perSec).ceilings.ours.perSec,
       powertoolsWritesPerSec: medianOf(rounds, (r) => r.ceilings.powertools.perSec).ceilings.powertools
         .perSec,
