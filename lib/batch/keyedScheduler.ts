@@ -101,20 +101,19 @@ export async function runKeyed<T>(
 
 /**
  * Hands out lanes in the order their readiness settles (those ready from the start first, in batch
- * order); `undefined` once every lane has been handed out.
+ * order); `undefined` once every lane has been handed out. Each lane that turns ready wakes one
+ * waiting worker; the last lane handed out wakes them all, to end.
  */
 function readyLanes<L>(lanes: ReadonlyArray<L>, readyOf: (lane: L) => Promise<unknown> | undefined) {
   const ready: L[] = [];
   let taken = 0;
-  let waiters: Array<() => void> = [];
-  const push = (lane: L) => {
-    ready.push(lane);
-    for (const wake of waiters) wake();
-    waiters = [];
-  };
+  const waiters: Array<() => void> = [];
   for (const lane of lanes) {
     const readiness = readyOf(lane);
-    const start = () => push(lane);
+    const start = () => {
+      ready.push(lane);
+      waiters.shift()?.();
+    };
     if (readiness) void readiness.then(start, start);
     else ready.push(lane);
   }
@@ -123,6 +122,8 @@ function readyLanes<L>(lanes: ReadonlyArray<L>, readyOf: (lane: L) => Promise<un
       if (taken === lanes.length) return undefined;
       await new Promise<void>((wake) => waiters.push(wake));
     }
-    return ready[taken++];
+    const lane = ready[taken++];
+    if (taken === lanes.length) for (const wake of waiters.splice(0)) wake();
+    return lane;
   };
 }

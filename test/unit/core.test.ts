@@ -239,4 +239,33 @@ describe("runKeyed", () => {
     expect(log).toEqual(["u1", "b1", "c1", "a1", "a2"]);
     expect(out.map((o) => o.status)).toEqual(Array(5).fill("fulfilled"));
   });
+
+  it("runs every task once, keys in order and within the bound, whatever order readiness comes in", async () => {
+    // Readiness settles after 0–3 turns of the event loop, in an order unrelated to the tasks'.
+    const turns = (n: number) =>
+      Array.from({ length: n }).reduce<Promise<unknown>>((p) => p.then(tick), Promise.resolve());
+    let running = 0;
+    let peak = 0;
+    const log: string[] = [];
+    const tasks = Array.from({ length: 200 }, (_, i) => ({
+      key: i % 3 === 0 ? undefined : `k${i % 11}`,
+      ready: turns((i * 7) % 4),
+      run: async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await tick();
+        log.push(String(i));
+        running--;
+        return i;
+      },
+    }));
+    const out = await runKeyed(tasks, { concurrency: 7 });
+    expect(out.map((o) => (o.status === "fulfilled" ? o.value : -1))).toEqual(tasks.map((_, i) => i));
+    expect(log).toHaveLength(200);
+    expect(peak).toBe(7);
+    for (let k = 0; k < 11; k++) {
+      const ofKey = log.map(Number).filter((i) => i % 3 !== 0 && i % 11 === k);
+      expect(ofKey).toEqual([...ofKey].sort((x, y) => x - y));
+    }
+  });
 });
