@@ -269,22 +269,27 @@ export const serialCeiling = (...perSec: number[]): number =>
  * Our dedup writes in the shape of a Lambda batch, with no consumer around them: per batch, the
  * claims of its new keys (INSERTs of 25) and one consistent read of its known keys all at once,
  * each claim group's completions `handlerMs` after its claims come back (the handler's work), and
- * the next batch only once the last completion is in (Lambda waits for the answer). The bound any
- * consumer meets that claims before and completes after its effects, one batch at a time.
+ * the next batch only once the last completion is in (Lambda waits for the answer), with
+ * `invocations` batches in flight at once. The bound any consumer meets that claims before and
+ * completes after its effects.
  */
 export async function batchShapedCeiling(
   client: DynamoDBClient,
   table: string,
   batches: ReadonlyArray<{ readonly newKeys: number; readonly knownKeys: number }>,
   handlerMs: number,
+  invocations = 1,
 ): Promise<CeilingFigure> {
   const tag = randomBytes(4).toString("hex");
   const expires = String(Date.now() + 30_000);
   const key = (n: number) => ({ S: `shaped-${tag}-${n}` });
   let written = 0;
   let keyNo = 0;
+  let next = 0;
   const t0 = performance.now();
-  for (const batch of batches) {
+  await workers(invocations, async () => {
+    const batch = batches[next++];
+    if (!batch) return false;
     const first = keyNo;
     keyNo += batch.newKeys;
     const ids = Array.from({ length: batch.newKeys }, (_, j) => `shaped-${tag}-${first + j}`);
@@ -325,6 +330,7 @@ export async function batchShapedCeiling(
         written += group.length * 2;
       }),
     ]);
-  }
+    return true;
+  });
   return figure(written, performance.now() - t0);
 }

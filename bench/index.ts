@@ -3,6 +3,7 @@
  * side with its peer, and prints `BENCH {json}` as the last line.
  *
  *   npm run bench -- --only sqs,kafka,outbox,ladder   # a subset (also: gateway, avro, coldstart)
+ *   npm run bench -- --only sqs                         # idempotent SQS, one and two invocations at once
  *   npm run bench -- --kafka both                      # Kafka benchmarks on the mock and on real brokers (default)
  *   npm run bench -- --kafka real                      # only on a 3-broker Apache Kafka (RF 3, min ISR 2)
  *   npm run bench -- --only ladder --no-warmup         # a quick check (sizes: *_BENCH_* variables)
@@ -14,7 +15,7 @@
 import { existsSync } from "node:fs";
 import { startEmulators } from "reliable-consumers/testing";
 import { type KafkaSubstrate, startLocalKafka } from "../lib/local/emulators.ts";
-import { runSqsBench, warmUp } from "./sqsIdempotency.ts";
+import { DEFAULT_SQS_BENCH, runSqsBench, warmUp } from "./sqsIdempotency.ts";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -51,6 +52,11 @@ try {
   }
   const results: Record<string, unknown> = {};
   if (wanted("sqs")) results.sqs = await runSqsBench();
+  // The same with two invocations in flight in one process (Lambda Managed Instances; or an event
+  // source mapping at concurrency 2): the consumers' container-scope state shared, and a batch's
+  // lulls (its handlers' work, its tail) filled by the other's requests.
+  if (wanted("sqs"))
+    results.sqsTwoInvocations = await runSqsBench({ ...DEFAULT_SQS_BENCH, invocations: 2 });
   // The enforcing gateway of the local runtime (issue 21): the same consumer, on and off.
   if (wanted("gateway"))
     results.gateway = await (await import("./gatewayOverhead.ts")).runGatewayOverheadBench();
