@@ -55,8 +55,7 @@ try {
   // The same with two invocations in flight in one process (Lambda Managed Instances; or an event
   // source mapping at concurrency 2): the consumers' container-scope state shared, and a batch's
   // lulls (its handlers' work, its tail) filled by the other's requests.
-  if (wanted("sqs"))
-    results.sqsTwoInvocations = await runSqsBench({ ...DEFAULT_SQS_BENCH, invocations: 2 });
+  if (wanted("sqs")) results.sqsTwoInvocations = await runSqsBench({ ...DEFAULT_SQS_BENCH, invocations: 2 });
   // The enforcing gateway of the local runtime (issue 21): the same consumer, on and off.
   if (wanted("gateway"))
     results.gateway = await (await import("./gatewayOverhead.ts")).runGatewayOverheadBench();

@@ -341,7 +341,9 @@ export async function runSqsBench(o: SqsBenchOptions = DEFAULT_SQS_BENCH) {
     });
     const [b, cb] = await bracketed(() => runSide(theirs, powertoolsTable, o, arn, `pt-${r}`), {
       bare: (k) =>
-        probed(powertoolsTable, `probe-pt-${r}-${k}`, (c, t) => putItemWriteCeiling(c, t, keys, o.batchSize * o.invocations)),
+        probed(powertoolsTable, `probe-pt-${r}-${k}`, (c, t) =>
+          putItemWriteCeiling(c, t, keys, o.batchSize * o.invocations),
+        ),
     });
     const paired: Round = {
       ours: a,
