@@ -254,13 +254,15 @@ describe("app/outbox table, relay and sweeper", () => {
     });
   });
 
-  it("wires the relay: filter, bisect, partial batch responses, retry limit, record age, on-failure destination", () => {
+  it("wires the relay: filter, no batching window, bisect, partial batch responses, retry limit, record age, on-failure destination", () => {
     const [relayId] = functionNamed("outbox-relay");
     ref.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
       FunctionName: { Ref: relayId },
       EventSourceArn: { "Fn::GetAtt": [Match.anyValue(), "StreamArn"] },
       StartingPosition: "TRIM_HORIZON",
       FilterCriteria: { Filters: [{ Pattern: JSON.stringify(OUTBOX_STREAM_FILTER_PATTERN) }] },
+      // An event goes out at the shard's next poll, not a window later (the steady-rate latency).
+      MaximumBatchingWindowInSeconds: 0,
       BisectBatchOnFunctionError: true,
       FunctionResponseTypes: ["ReportBatchItemFailures"],
       MaximumRetryAttempts: 20,
