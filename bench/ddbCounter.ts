@@ -20,8 +20,6 @@ export interface DynamoDbCount {
   busyMs: number;
   /** In-flight requests integrated over time (request-milliseconds): ÷ wall time, the mean depth. */
   depthMs: number;
-  /** Statements per BatchExecuteStatement sent, in order: the shape a ceiling probe replays. */
-  statementGroups: number[];
 }
 
 type Input = {
@@ -68,7 +66,6 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
     byCommand: {},
     busyMs: 0,
     depthMs: 0,
-    statementGroups: [],
   };
   let inFlight = 0;
   let busySince = 0;
@@ -86,7 +83,6 @@ export function countDynamoDb(client: DynamoDBClient): DynamoDbCount {
       count.byCommand[name] = (count.byCommand[name] ?? 0) + 1;
       const input = (args as { input?: Input }).input;
       count.writeUnits += writeUnitsOf(name, input);
-      if (name === "BatchExecuteStatement") count.statementGroups.push(input?.Statements?.length ?? 0);
       if (inFlight === 0) busySince = performance.now();
       step(1);
       try {
