@@ -56,6 +56,24 @@ async function workers(n: number, next: () => Promise<boolean>): Promise<void> {
   );
 }
 
+/** Claims as ours writes them: a conditional PartiQL INSERT per key, with a 30 s lease. */
+const claims = (table: string, ids: ReadonlyArray<string>) =>
+  new BatchExecuteStatementCommand({
+    Statements: ids.map((id) => ({
+      Statement: `INSERT INTO "${table}" VALUE {'pk': ?, 'status': 'IN_PROGRESS', 'leaseToken': ?, 'leaseExpiresAt': ?, 'expiresAt': ?, 'attempts': 1}`,
+      Parameters: [{ S: id }, { S: id }, { N: String(Date.now() + 30_000) }, { N: "9999999999" }],
+    })),
+  });
+
+/** Completions as ours writes them: an UPDATE per key, fenced by the claim's token (here, the key). */
+const completions = (table: string, ids: ReadonlyArray<string>) =>
+  new BatchExecuteStatementCommand({
+    Statements: ids.map((id) => ({
+      Statement: `UPDATE "${table}" SET "status" = 'COMPLETED' SET "expiresAt" = ? REMOVE "leaseExpiresAt" WHERE "pk" = ? AND "leaseToken" = ?`,
+      Parameters: [{ N: "9999999999" }, { S: id }, { S: id }],
+    })),
+  });
+
 /** Our dedup writes: a claim INSERT and a fenced completion UPDATE per key, in statements of 25. */
 export async function partiqlWriteCeiling(
   client: DynamoDBClient,
@@ -71,22 +89,8 @@ export async function partiqlWriteCeiling(
     const g = next++;
     if (g >= groups) return false;
     const ids = Array.from({ length: 25 }, (_, j) => `ceiling-${tag}-${g * 25 + j}`);
-    await client.send(
-      new BatchExecuteStatementCommand({
-        Statements: ids.map((id) => ({
-          Statement: `INSERT INTO "${table}" VALUE {'pk': ?, 'status': 'IN_PROGRESS', 'leaseToken': ?, 'leaseExpiresAt': ?, 'expiresAt': ?, 'attempts': 1}`,
-          Parameters: [{ S: id }, { S: id }, { N: String(Date.now() + 30_000) }, { N: "9999999999" }],
-        })),
-      }),
-    );
-    await client.send(
-      new BatchExecuteStatementCommand({
-        Statements: ids.map((id) => ({
-          Statement: `UPDATE "${table}" SET "status" = 'COMPLETED' SET "expiresAt" = ? REMOVE "leaseExpiresAt" WHERE "pk" = ? AND "leaseToken" = ?`,
-          Parameters: [{ N: "9999999999" }, { S: id }, { S: id }],
-        })),
-      }),
-    );
+    await client.send(claims(table, ids));
+    await client.send(completions(table, ids));
     return true;
   });
   return figure(groups * 50, performance.now() - t0);
@@ -281,8 +285,7 @@ export async function batchShapedCeiling(
   invocations = 1,
 ): Promise<CeilingFigure> {
   const tag = randomBytes(4).toString("hex");
-  const expires = String(Date.now() + 30_000);
-  const key = (n: number) => ({ S: `shaped-${tag}-${n}` });
+  const idOf = (n: number) => `shaped-${tag}-${n}`;
   let written = 0;
   let keyNo = 0;
   let next = 0;
@@ -292,7 +295,7 @@ export async function batchShapedCeiling(
     if (!batch) return false;
     const first = keyNo;
     keyNo += batch.newKeys;
-    const ids = Array.from({ length: batch.newKeys }, (_, j) => `shaped-${tag}-${first + j}`);
+    const ids = Array.from({ length: batch.newKeys }, (_, j) => idOf(first + j));
     const groups = Array.from({ length: Math.ceil(ids.length / 25) }, (_, g) =>
       ids.slice(g * 25, g * 25 + 25),
     );
@@ -303,30 +306,16 @@ export async function batchShapedCeiling(
           new BatchGetItemCommand({
             RequestItems: {
               [table]: {
-                Keys: Array.from({ length: known }, (_, j) => ({ pk: key(first - 1 - j) })),
+                Keys: Array.from({ length: known }, (_, j) => ({ pk: { S: idOf(first - 1 - j) } })),
                 ConsistentRead: true,
               },
             },
           }),
         ),
       ...groups.map(async (group) => {
-        await client.send(
-          new BatchExecuteStatementCommand({
-            Statements: group.map((id) => ({
-              Statement: `INSERT INTO "${table}" VALUE {'pk': ?, 'status': 'IN_PROGRESS', 'leaseToken': ?, 'leaseExpiresAt': ?, 'expiresAt': ?, 'attempts': 1}`,
-              Parameters: [{ S: id }, { S: id }, { N: expires }, { N: "9999999999" }],
-            })),
-          }),
-        );
+        await client.send(claims(table, group));
         await sleep(handlerMs);
-        await client.send(
-          new BatchExecuteStatementCommand({
-            Statements: group.map((id) => ({
-              Statement: `UPDATE "${table}" SET "status" = 'COMPLETED' SET "expiresAt" = ? REMOVE "leaseExpiresAt" WHERE "pk" = ? AND "leaseToken" = ?`,
-              Parameters: [{ N: "9999999999" }, { S: id }, { S: id }],
-            })),
-          }),
-        );
+        await client.send(completions(table, group));
         written += group.length * 2;
       }),
     ]);
