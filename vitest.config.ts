@@ -11,7 +11,7 @@ const HEAVY = [
   // packs, installs, synthesizes and runs the example app: minutes of CPU.
   "test/package/consumerApp.test.ts",
   // the same, with the local console in Chromium.
-  "test/package/consoleBrowser.test.ts",
+  "local/test/package/consoleBrowser.test.ts",
 ];
 
 /**
@@ -31,7 +31,7 @@ const SQS_SIDE = [
   "test/integration/outbox.test.ts",
   "test/integration/outboxSweeper.test.ts",
   "test/integration/outboxOrder.test.ts",
-  "test/integration/localRuntime.test.ts",
+  "local/test/integration/localRuntime.test.ts",
 ];
 
 /**
@@ -46,6 +46,8 @@ const SOURCE_CONDITION = "reliable-consumers-source";
 export default defineConfig({
   // Not Vite's default server conditions: their "module" picks the AWS SDK's bundler-only dist-es.
   ssr: { resolve: { conditions: [SOURCE_CONDITION, "node"] } },
+  // The environment Vitest loads its global setup in (test/support/globalSetup.ts) resolves the same.
+  environments: { __vitest__: { resolve: { conditions: [SOURCE_CONDITION, "node"] } } },
   test: {
     // Child processes of the tests (a synth of infra/app.ts, tsx scripts) resolve the package's own
     // name to lib/ too.
@@ -63,7 +65,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "suite",
-          include: ["test/**/*.test.ts"],
+          include: ["test/**/*.test.ts", "local/test/**/*.test.ts"],
           exclude: HEAVY,
           sequence: { groupOrder: 0 },
         },

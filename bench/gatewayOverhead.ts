@@ -7,16 +7,16 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createDedupTable } from "reliable-consumers/testing";
+import { createDedupTable } from "reliable-consumers-local";
 import { DEDUP_TABLE_ACTIONS } from "../lib/dedup/schema.ts";
+import { startAwsGateway } from "../local/src/enforcement/awsGateway.ts";
+import { createDenialLog } from "../local/src/enforcement/denials.ts";
 import {
   type AccessModel,
   type FunctionPrincipal,
   localCredentials,
-} from "../lib/local/enforcement/accessModel.ts";
-import { startAwsGateway } from "../lib/local/enforcement/awsGateway.ts";
-import { createDenialLog } from "../lib/local/enforcement/denials.ts";
-import { createIamEvaluator } from "../lib/local/enforcement/iamEvaluator.ts";
+} from "../local/src/services/iam/accessModel.ts";
+import { createIamEvaluator } from "../local/src/services/iam/iamEvaluator.ts";
 import {
   benchQueueArn,
   DEFAULT_SQS_BENCH,

@@ -13,8 +13,7 @@
  * `kafkaSubstrates.<mock|real>`; the real brokers run with the full JIT, as in production.
  */
 import { existsSync } from "node:fs";
-import { startEmulators } from "reliable-consumers/testing";
-import { type KafkaSubstrate, startLocalKafka } from "../lib/local/emulators.ts";
+import { type KafkaSubstrate, startEmulators, startLocalKafka } from "reliable-consumers-local";
 import { DEFAULT_SQS_BENCH, runSqsBench, warmUp } from "./sqsIdempotency.ts";
 
 function arg(name: string): string | undefined {

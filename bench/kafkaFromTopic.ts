@@ -15,8 +15,7 @@ import {
   kafkaConfigFromEnv,
   kafkaConsumer,
 } from "reliable-consumers/kafka";
-import { createDeclaredTopicsOn } from "../lib/local/kafkaTopics.ts";
-import { startLocalKafkaTrigger } from "../lib/local/kafkaTrigger.ts";
+import { createDeclaredTopicsOn, startLocalKafkaTrigger } from "reliable-consumers-local";
 
 const PARTITIONS = 10;
 const KEYS = 100;

@@ -36,13 +36,17 @@ import {
   createInboxOutbox,
   createOutboxPublisher,
   createOutboxRelay,
-  createStreamPoller,
   OUTBOX_ATTR,
   OUTBOX_STREAM_FILTER_PATTERN,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable, startDynamoDbLocal } from "reliable-consumers/testing";
-import { createDeclaredTopicsOn } from "../lib/local/kafkaTopics.ts";
+import {
+  createAppTable,
+  createDeclaredTopicsOn,
+  createStreamPoller,
+  deleteTable,
+  startDynamoDbLocal,
+} from "reliable-consumers-local";
 import {
   batchPutCeiling,
   fractionOf,
@@ -418,7 +422,7 @@ export async function runOutboxBench(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { startEmulators } = await import("../lib/local/emulators.ts");
+  const { startEmulators } = await import("reliable-consumers-local");
   const emulators = await startEmulators({ fullJit: true });
   process.env.POWERTOOLS_LOG_LEVEL ??= "SILENT";
   try {

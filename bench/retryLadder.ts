@@ -23,8 +23,7 @@ import {
   kafkaConsumer,
   ladderTopics,
 } from "reliable-consumers/kafka";
-import { createDeclaredTopics } from "../lib/local/kafkaTopics.ts";
-import { startLocalKafkaTrigger } from "../lib/local/kafkaTrigger.ts";
+import { createDeclaredTopics, startLocalKafkaTrigger } from "reliable-consumers-local";
 
 const DELAYS = ["1s", "3s"] as const;
 

@@ -14,8 +14,7 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
-import { lambdaContext } from "../lib/local/lambdaContext.ts";
+import { createDedupTable, deleteTable, lambdaContext } from "reliable-consumers-local";
 import {
   batchShapedCeiling,
   type CeilingFigure,

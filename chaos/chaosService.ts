@@ -13,17 +13,14 @@ import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "reliable-consumers/sqs";
-import type { CfnTemplate, Denial } from "reliable-consumers/testing";
+import type { CfnTemplate, Denial, EventSource, KafkaMapping, RuntimeClient } from "reliable-consumers-local";
 import {
   type LocalRuntime,
   loadCloudAssembly,
+  queueDepth,
   startLocalRuntime,
   synthesize,
-} from "reliable-consumers/testing";
-import { queueDepth } from "../lib/local/queueDepth.ts";
-import type { RuntimeClient } from "../lib/local/runtime/localRuntime.ts";
-import type { KafkaMapping } from "../lib/local/runtime/model.ts";
-import type { EventSource } from "../lib/local/runtime/sqsEventSource.ts";
+} from "reliable-consumers-local";
 import { type ScenarioTargets, scenarioTargets } from "../scenario/referenceScenario.ts";
 import { CHAOS_STACK, CHAOS_TOPIC } from "./chaosApp.ts";
 import { REDIRECT_ENV, type RedirectMap, redirectingSocketFactory } from "./netRedirect.ts";
@@ -32,7 +29,7 @@ import { type CrashDecision, type PaymentProvider, startPaymentProvider } from "
 /**
  * The reference service for chaos: the CDK app (chaos/chaosApp.ts, the reference stack with
  * fast-recovery props) synthesized once, then materialised and run on the local runtime
- * (lib/local/runtime) once per scenario, under its own names. Faults enter through the runtime's
+ * (local/src/runtime) once per scenario, under its own names. Faults enter through the runtime's
  * hooks: the functions' endpoints (`functionEmulatorEnv`, a fault proxy), the runtime's own SDK
  * clients (`instrument`), Kafka connections (`kafkaSocketFactory` for the runtime, a `preload` of
  * netRedirect.ts inside each function environment), and crashes of busy environments.

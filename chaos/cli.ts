@@ -15,8 +15,7 @@
  * duplicate effect on the transactional path, every repeated external effect is accounted for by
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
-import { startEmulators } from "reliable-consumers/testing";
-import { kafkaSubstrateFromArgs } from "../lib/local/emulators.ts";
+import { kafkaSubstrateFromArgs, startEmulators } from "reliable-consumers-local";
 import { badInputsThroughService } from "./badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
 import { chaosDenials, disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";

@@ -1,4 +1,4 @@
-import type { Denial } from "reliable-consumers/testing";
+import type { Denial } from "reliable-consumers-local";
 import type { ScenarioResult } from "./scenarios.ts";
 
 /**

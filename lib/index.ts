@@ -38,7 +38,7 @@ export {
   type IdempotencyOptions,
   type IdempotencySetting,
 } from "./dedup/idempotency.ts";
-export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TTL_ATTRIBUTE } from "./dedup/schema.ts";
+export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TTL_ATTRIBUTE, dedupPk } from "./dedup/schema.ts";
 export { KAFKA_CONSUMER_DEFAULTS } from "./kafka/kafkaBatchProcessor.ts";
 export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./kafka/kafkaConsumer.ts";
 export { getKafkaProducer, type KafkaProducer } from "./kafka/producer.ts";

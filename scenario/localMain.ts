@@ -29,17 +29,22 @@ import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import {
+  formatReport,
+  kafkaSubstrateFromArgs,
+  type LocalRuntime,
+  startEmulators,
+  startLocalRuntime,
+  synthesize,
+} from "reliable-consumers-local";
+import { createSqsClient } from "../lib/sqs/sqsClient.ts";
+import {
   CONSOLE_ARGS,
   consoleForRuntime,
   consoleLogTee,
   consolePort,
   createTelemetryHub,
   type LocalConsole,
-} from "../lib/local/console/localConsole.ts";
-import { kafkaSubstrateFromArgs, startEmulators } from "../lib/local/emulators.ts";
-import { formatReport, type LocalRuntime, startLocalRuntime } from "../lib/local/runtime/localRuntime.ts";
-import { synthesize } from "../lib/local/runtime/synth.ts";
-import { createSqsClient } from "../lib/sqs/sqsClient.ts";
+} from "../local/src/console/localConsole.ts";
 import { startPaymentProvider } from "./paymentProvider.ts";
 import {
   census,

@@ -8,9 +8,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Kafka } from "kafkajs";
-import { queueDepth as queueDepthOf } from "../lib/local/queueDepth.ts";
-import type { LocalRuntime } from "../lib/local/runtime/localRuntime.ts";
-import type { KafkaMapping, LocalQueue, SqsMapping } from "../lib/local/runtime/model.ts";
+import type { KafkaMapping, LocalQueue, LocalRuntime, SqsMapping } from "reliable-consumers-local";
+import { queueDepth as queueDepthOf } from "reliable-consumers-local";
 import { OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "../lib/outbox/schema.ts";
 
 export interface ScenarioOptions {

@@ -2,7 +2,7 @@
  * Resolves Apache Kafka from Maven Central into the local caches (scripts/setup.sh calls it), so the
  * first test run does not download it under a test's timeout. Prints what it did.
  */
-import { kafkaDistribution } from "../lib/local/kafkaDistribution.ts";
+import { kafkaDistribution } from "../local/src/services/kafka/distribution.ts";
 
 const t0 = performance.now();
 const dist = await kafkaDistribution();

@@ -15,7 +15,7 @@
 # - npm packages from the lockfile, when node_modules is missing or older than package-lock.json.
 # - cfn-lint and moto's server (requirements-test.txt, pinned) in the project's own virtual
 #   environment .venv/ (gitignored), not the system's.
-# - Apache Kafka (lib/local/kafka/pom.xml): into ~/.m2, its classpath cached in ~/.cache/reliable-consumers.
+# - Apache Kafka (local/src/services/kafka/pom.xml): into ~/.m2, its classpath cached in ~/.cache/reliable-consumers.
 # - LocalStack's runtime (requirements-localstack.txt, pinned), the tests' second SQS substrate, in its own
 #   venv .venv-localstack/ (gitignored) on Python >= 3.13: from PATH, else from pyenv's versions, else
 #   `pyenv install` of the newest 3.13 (a fresh machine of the project's kind has pyenv with a 3.13).

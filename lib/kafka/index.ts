@@ -1,5 +1,6 @@
 /** The Kafka (MSK) side of the library. See docs/kafka.md. */
 
+export { findBrokerError } from "./brokerErrors.ts";
 export {
   DEFAULT_RETRY,
   type KafkaConnectionConfig,
@@ -68,3 +69,4 @@ export {
 export { KeyOnRetryPathError, routedMessage } from "./routedMessage.ts";
 // Schemas and registries: also importable on their own from ./schemas/index.ts.
 export * from "./schemas/index.ts";
+export { createTopicsWithLeaders, type TopicsWithLeadersOptions } from "./topicsWithLeaders.ts";

@@ -37,7 +37,6 @@ export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions, type Rela
 export * from "./schema.ts";
 export { clearPending, clearPendingFenced, discardParked, requeueParked } from "./settle.ts";
 export { assertDynamoDbStreamEvent } from "./streamEvent.ts";
-export { createStreamPoller, matchesFilter, type StreamPoller, toLambdaRecord } from "./streamPoller.ts";
 export {
   createOutboxSweeper,
   type OutboxSweeper,

@@ -6,12 +6,16 @@ import { Kafka, logLevel } from "kafkajs";
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
 import { createInboxOutbox } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, createDedupTable, deleteTable } from "reliable-consumers/testing";
+import {
+  createAppTable,
+  createDedupTable,
+  deleteTable,
+  lambdaContext,
+  toLambdaImage,
+} from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kafkaCases, sqsCases, wrongShapes } from "../../chaos/badInputCorpus.ts";
 import { readQueue, readTopic, scanTable } from "../../chaos/storedState.ts";
-import { lambdaContext } from "../../lib/local/lambdaContext.ts";
-import { toLambdaImage } from "../../lib/outbox/streamPoller.ts";
 import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 

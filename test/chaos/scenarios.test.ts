@@ -1,3 +1,4 @@
+import { type KafkaCluster, startKafkaCluster } from "reliable-consumers-local";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { badInputsThroughService } from "../../chaos/badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "../../chaos/brokerScenarios.ts";
@@ -14,7 +15,6 @@ import {
   type ScenarioResult,
 } from "../../chaos/scenarios.ts";
 import { verdict } from "../../chaos/verdict.ts";
-import { type KafkaCluster, startKafkaCluster } from "../../lib/local/kafkaCluster.ts";
 
 /**
  * The chaos scenarios of `npm run chaos`, small: the reference stack's chaos variant synthesized

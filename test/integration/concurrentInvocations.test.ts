@@ -9,12 +9,16 @@ import {
   getKafkaProducer,
 } from "reliable-consumers/kafka";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import {
+  type ConsumedRecord,
+  createDedupTable,
+  deleteTable,
+  lambdaContext,
+  toMskEvent,
+  toSqsRecord,
+} from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { lambdaContext } from "../../lib/local/lambdaContext.ts";
-import { type ConsumedRecord, toMskEvent } from "../../lib/local/mskEventBuilder.ts";
-import { toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
@@ -121,7 +125,7 @@ describe("concurrent invocations in one process", () => {
       );
       received.push(...(out.Messages ?? []));
     }
-    const records = received.map((m) => toLambdaRecord(m, q.arn));
+    const records = received.map((m) => toSqsRecord(m, q.arn));
     const events: SQSEvent[] = ["a", "b"].map((tag) => ({
       Records: records.filter((r) => (JSON.parse(r.body) as { from: string }).from === tag),
     }));

@@ -13,11 +13,10 @@ import {
 import { createDedupStore, createIdempotency, METRIC } from "reliable-consumers";
 import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
 import { createSqsClient, sqsConsumer, TransientError } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { dedupPk } from "../../lib/dedup/schema.ts";
-import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
@@ -456,7 +455,7 @@ describe("issue 21: the requeue of healthy records respects SQS's batch limits",
     const copy = await receiveDelayed(q.url);
     expect(Object.keys(copy!.MessageAttributes ?? {}).length).toBeLessThanOrEqual(10);
     // The consumer reads the copy's headers and dedup id as the original's.
-    const envelope = await toSqsEnvelope(toLambdaRecord(copy!, q.arn), {});
+    const envelope = await toSqsEnvelope(toSqsRecord(copy!, q.arn), {});
     expect(envelope.id).toBe(sent.MessageId);
     expect(envelope.idSource).not.toBe("broker");
     for (let i = 0; i < 10; i++) expect(envelope.headers[`a${i}`]).toBe(`v${i}`);

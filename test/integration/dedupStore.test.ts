@@ -1,6 +1,6 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { createDedupStore, KeyReuseError, LeaseLostError } from "reliable-consumers";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { names } from "../support/names.ts";

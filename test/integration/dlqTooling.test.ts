@@ -20,7 +20,7 @@ import {
   toSqsEnvelope,
   unpackAttributes,
 } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";

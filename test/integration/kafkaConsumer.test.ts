@@ -13,9 +13,8 @@ import {
   kafkaConsumer,
   ladderTopics,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable, toMskEvent } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toMskEvent } from "../../lib/local/mskEventBuilder.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,

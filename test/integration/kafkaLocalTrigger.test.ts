@@ -5,9 +5,8 @@ import {
   getKafkaProducer,
   kafkaConsumer,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable, startLocalKafkaTrigger } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startLocalKafkaTrigger } from "../../lib/local/kafkaTrigger.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

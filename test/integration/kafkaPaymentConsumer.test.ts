@@ -1,5 +1,5 @@
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, tapTopics } from "../support/kafkaHarness.ts";

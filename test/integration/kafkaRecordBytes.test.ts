@@ -8,7 +8,7 @@ import {
   type KafkaRecordHandler,
   ladderTopics,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";

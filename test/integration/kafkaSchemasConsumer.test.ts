@@ -11,7 +11,7 @@ import {
   ladderTopics,
   writeConfluentFrame,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PaymentV1 } from "../fixtures/schemas/payment.ts";

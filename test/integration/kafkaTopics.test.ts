@@ -5,7 +5,7 @@ import {
   createDeclaredTopics,
   fitDeclaration,
   TopicDeclarationMismatchError,
-} from "../../lib/local/kafkaTopics.ts";
+} from "../../local/src/services/kafka/topics.ts";
 import { kafka } from "../support/clients.ts";
 import { names } from "../support/names.ts";
 

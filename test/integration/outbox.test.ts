@@ -8,9 +8,8 @@ import {
   TransactionConflictError,
 } from "reliable-consumers/outbox";
 import { createSqsClient, PermanentError } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers/testing";
+import { createAppTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

@@ -8,7 +8,7 @@ import {
   toOutboxItem,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers/testing";
+import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
 import { park } from "../../lib/outbox/settle.ts";

@@ -4,7 +4,7 @@ import { logLevel } from "kafkajs";
 import { createKafkaProducer, disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
 import { createInboxOutbox, createOutboxPublisher, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers/testing";
+import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -13,7 +13,7 @@ import {
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers/testing";
+import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { names } from "../support/names.ts";
 import { byPrefix, envelopeOf, receiveAll, scanAll, streamTrigger } from "../support/outboxHarness.ts";

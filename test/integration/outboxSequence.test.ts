@@ -11,7 +11,7 @@ import {
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers/testing";
+import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it } from "vitest";
 import { names } from "../support/names.ts";
 import {

@@ -9,12 +9,16 @@ import {
   sqsConsumer,
   TransientError,
 } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import {
+  createDedupTable,
+  deleteTable,
+  invokeFromQueue,
+  lambdaContext,
+  toSqsRecord,
+} from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { dedupPk } from "../../lib/dedup/schema.ts";
-import { lambdaContext } from "../../lib/local/lambdaContext.ts";
-import { invokeFromQueue, toLambdaRecord } from "../../lib/local/sqsTrigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { SQS_NAME } from "../support/sqsSubstrate.ts";
@@ -248,7 +252,7 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
     });
     const missing = "arn:aws:sqs:us-east-1:000000000000:no-such-queue";
     const event: SQSEvent = {
-      Records: [toLambdaRecord({ MessageId: "m-1", ReceiptHandle: "rh-1", Body: "garbage" }, missing)],
+      Records: [toSqsRecord({ MessageId: "m-1", ReceiptHandle: "rh-1", Body: "garbage" }, missing)],
     };
     const response = await handler(event, lambdaContext("f", 30_000));
     expect(response.batchItemFailures).toEqual([]);
@@ -304,7 +308,7 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
     const ids = ["A1", "B1", "A2", "B2", "A3", "B3"];
     const event: SQSEvent = {
       Records: ids.map((id, i) =>
-        toLambdaRecord(
+        toSqsRecord(
           {
             MessageId: `m-${id}`,
             ReceiptHandle: `rh-${i}`,
@@ -338,7 +342,7 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
     ] as const;
     const event: SQSEvent = {
       Records: bodies.map(([group, body], i) =>
-        toLambdaRecord(
+        toSqsRecord(
           {
             MessageId: `m-${i}`,
             ReceiptHandle: `rh-${i}`,
@@ -428,7 +432,7 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
     );
     // The batch in id order (a standard queue hands messages over in any order).
     const Records = (await drainQueue(sqs, q.url))
-      .map((m) => toLambdaRecord(m, q.arn))
+      .map((m) => toSqsRecord(m, q.arn))
       .sort((a, b) => JSON.parse(a.body).id.localeCompare(JSON.parse(b.body).id));
     expect(Records.map((r) => JSON.parse(r.body).id)).toEqual(ids);
     const out = await handler({ Records }, lambdaContext("ready-first", 60_000));
@@ -567,7 +571,7 @@ describe(`SQS fair queues (standard queues whose producers set MessageGroupId) o
     const records = received.map((m) => {
       const { SequenceNumber: _s, MessageDeduplicationId: _d, ...attributes } = m.Attributes ?? {};
       const MessageGroupId = tenantOf.get(JSON.parse(m.Body!).id)!;
-      return toLambdaRecord({ ...m, Attributes: { ...attributes, MessageGroupId } }, q.arn);
+      return toSqsRecord({ ...m, Attributes: { ...attributes, MessageGroupId } }, q.arn);
     });
     records.sort((a, b) => JSON.parse(a.body).id.localeCompare(JSON.parse(b.body).id));
     expect(q.arn.endsWith(".fifo")).toBe(false);

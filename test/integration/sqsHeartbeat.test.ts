@@ -5,10 +5,9 @@ import { DynamoDBClient, GetItemCommand, ScanCommand } from "@aws-sdk/client-dyn
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { METRIC } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dedupPk } from "../../lib/dedup/schema.ts";
-import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, sendAll, type TestQueue } from "../support/queues.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";

@@ -20,9 +20,8 @@ import {
 import type { SQSRecord } from "aws-lambda";
 import { createDedupStore } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers/testing";
+import { createDedupTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { invokeFromQueue } from "../../lib/local/sqsTrigger.ts";
 import { names } from "../support/names.ts";
 import { arnOf, sendAll } from "../support/queues.ts";
 import { onLocalStack, SQS_NAME } from "../support/sqsSubstrate.ts";

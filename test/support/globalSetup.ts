@@ -1,9 +1,11 @@
+import {
+  type Emulators,
+  type KafkaSubstrate,
+  type LocalStack,
+  startEmulators,
+  startLocalStack,
+} from "reliable-consumers-local";
 import type { TestProject } from "vitest/node";
-// Relative, not `reliable-consumers/testing`: Vitest loads its global setup outside the test
-// environments, without their `reliable-consumers-source` condition, so the package name would
-// resolve to dist/, which a fresh clone does not have.
-import { type Emulators, type KafkaSubstrate, startEmulators } from "../../lib/local/emulators.ts";
-import { type LocalStack, startLocalStack } from "../../lib/local/localstack.ts";
 import type { SqsSubstrate } from "./sqsSubstrate.ts";
 
 declare module "vitest" {

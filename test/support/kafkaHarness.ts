@@ -4,13 +4,9 @@ import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
 import type { Telemetry } from "reliable-consumers";
 import { ladderTopics, type RetryLadder } from "reliable-consumers/kafka";
+import type { ConsumedRecord } from "reliable-consumers-local";
+import { type CreatedTopic, createDeclaredTopics, type TopicDeclaration } from "reliable-consumers-local";
 import { topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
-import {
-  type CreatedTopic,
-  createDeclaredTopics,
-  type TopicDeclaration,
-} from "../../lib/local/kafkaTopics.ts";
-import type { ConsumedRecord } from "../../lib/local/mskEventBuilder.ts";
 import type { MetricName } from "../../lib/observability/telemetry.ts";
 import { kafka } from "./clients.ts";
 

@@ -7,7 +7,6 @@ import {
   FOLDED_HEADERS_ATTRIBUTE,
   itemSize,
   MalformedOutboxItemError,
-  matchesFilter,
   OUTBOX_HEADERS,
   OUTBOX_STREAM_FILTER_PATTERN,
   parseDestination,
@@ -22,11 +21,11 @@ import {
   UnitOfWorkInvalidError,
   UnitOfWorkTooLargeError,
 } from "reliable-consumers/outbox";
+import { matchesAnyFilter, toLambdaImage } from "reliable-consumers-local";
 import { describe, expect, it } from "vitest";
 import { isTraceparent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
-import { toLambdaImage } from "../../lib/outbox/streamPoller.ts";
 import { interpretFailure } from "../../lib/outbox/unitOfWork.ts";
 
 const build = {
@@ -213,11 +212,13 @@ describe("stream filter and ARNs", () => {
     },
   });
   it("lets through only INSERTs of pending outbox events", () => {
-    expect(matchesFilter(OUTBOX_STREAM_FILTER_PATTERN, record("OUTBOX#order#1", true))).toBe(true);
-    expect(matchesFilter(OUTBOX_STREAM_FILTER_PATTERN, record("OUTBOX#order#1", false))).toBe(false);
-    expect(matchesFilter(OUTBOX_STREAM_FILTER_PATTERN, record("OUTBOX#order#1", true, "MODIFY"))).toBe(false);
-    expect(matchesFilter(OUTBOX_STREAM_FILTER_PATTERN, record("ORDER#1", true))).toBe(false);
-    expect(matchesFilter(OUTBOX_STREAM_FILTER_PATTERN, record("INBOX#s#1", false))).toBe(false);
+    expect(matchesAnyFilter([OUTBOX_STREAM_FILTER_PATTERN], record("OUTBOX#order#1", true))).toBe(true);
+    expect(matchesAnyFilter([OUTBOX_STREAM_FILTER_PATTERN], record("OUTBOX#order#1", false))).toBe(false);
+    expect(matchesAnyFilter([OUTBOX_STREAM_FILTER_PATTERN], record("OUTBOX#order#1", true, "MODIFY"))).toBe(
+      false,
+    );
+    expect(matchesAnyFilter([OUTBOX_STREAM_FILTER_PATTERN], record("ORDER#1", true))).toBe(false);
+    expect(matchesAnyFilter([OUTBOX_STREAM_FILTER_PATTERN], record("INBOX#s#1", false))).toBe(false);
   });
   it("reads the table name from a stream ARN", () => {
     expect(

@@ -1,0 +1,212 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import { type Admin, Kafka, logLevel } from "kafkajs";
+// The library's kafkajs 2.2.4 fixes are side effects of its Kafka entry point (lib/kafka/config.ts).
+import "reliable-consumers/kafka";
+import { createSqsClient } from "reliable-consumers/sqs";
+import { materialiseTable } from "../services/dynamodb/materialise.ts";
+import { accessModelOf } from "../services/iam/materialise.ts";
+import { isCustomTopic, materialiseCustomTopic, materialiseMskTopic } from "../services/kafka/materialise.ts";
+import { materialiseMapping } from "../services/lambda/eventSourceMapping.ts";
+import { materialiseFunction } from "../services/lambda/materialise.ts";
+import { materialiseSchedule, ruleArn } from "../services/scheduler/materialise.ts";
+import { materialiseQueue } from "../services/sqs/materialise.ts";
+import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
+import { inertReason, materialiseInert } from "./inert.ts";
+import { referencedIds } from "./intrinsics.ts";
+import { createState, type MaterialiseState, type ResourceMaterialiser } from "./materialiseState.ts";
+import type { LocalApp } from "./model.ts";
+
+export { handlerModule } from "../services/lambda/materialise.ts";
+export { rateMs } from "../services/scheduler/materialise.ts";
+export { INERT_TYPES } from "./inert.ts";
+
+export interface MaterialiseOptions {
+  readonly template: CfnTemplate;
+  readonly stackName: string;
+  /** Directory that `aws:asset:path` metadata is relative to (the cloud assembly). */
+  readonly assetRoot?: string;
+  /** Bootstrap servers of the local Kafka cluster that stands in for every MSK cluster. */
+  readonly kafkaBrokers?: readonly string[];
+  /** Where functions reach it instead (the enforcing Kafka gateway). @default kafkaBrokers */
+  readonly functionKafkaBrokers?: readonly string[];
+  /** Prepended to every generated or explicit queue, table and function name (test isolation). */
+  readonly namePrefix?: string;
+  /** @default AWS_REGION or us-east-1 */
+  readonly region?: string;
+  /** @default 000000000000 */
+  readonly accountId?: string;
+  /**
+   * Variables set in every function that talks to the local Kafka cluster: the cluster has no TLS
+   * and no SASL/IAM. @default { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" }
+   */
+  readonly kafkaEnvRewrites?: Readonly<Record<string, string>>;
+  readonly sqs?: SQSClient;
+  readonly dynamodb?: DynamoDBClient;
+  /** Makes this run's local credentials its own (several runtimes on one set of emulators). @default a random salt */
+  readonly credentialSalt?: string;
+}
+
+/**
+ * A resource that can only be made local once everything else exists (its function, queue, table):
+ * a placeholder answers `Ref`/`GetAtt` in the first pass, `resolve` builds it in the second.
+ */
+interface DeferredMaterialiser {
+  placeholder(id: string, s: MaterialiseState): { ref: string; attrs: Record<string, string> };
+  resolve(id: string, r: CfnResource, s: MaterialiseState): void;
+}
+
+/** What each CloudFormation type becomes locally. Types not here are inert (with a reason) or unsupported. */
+const RESOURCE_MATERIALISERS: Readonly<Record<string, ResourceMaterialiser>> = {
+  "AWS::SQS::Queue": materialiseQueue,
+  "AWS::DynamoDB::Table": materialiseTable,
+  "AWS::DynamoDB::GlobalTable": materialiseTable,
+  "AWS::MSK::Topic": materialiseMskTopic,
+  "AWS::Lambda::Function": materialiseFunction,
+};
+
+const DEFERRED_MATERIALISERS: Readonly<Record<string, DeferredMaterialiser>> = {
+  "AWS::Lambda::EventSourceMapping": {
+    placeholder: (id, s) => ({ ref: `${s.prefix}${s.stackName}-${id}`, attrs: {} }),
+    resolve: materialiseMapping,
+  },
+  "AWS::Events::Rule": {
+    placeholder: (id, s) => ({ ref: `${s.prefix}${s.stackName}-${id}`, attrs: { Arn: ruleArn(id, s) } }),
+    resolve: materialiseSchedule,
+  },
+};
+
+/** The materialiser for a resource: by type, then the Kafka-topic custom resource, then inert types. */
+function materialiserOf(r: CfnResource): ResourceMaterialiser | undefined {
+  return (
+    RESOURCE_MATERIALISERS[r.Type] ??
+    (isCustomTopic(r) ? materialiseCustomTopic : inertReason(r) ? materialiseInert : undefined)
+  );
+}
+
+/** Topological order over Ref/GetAtt/Sub/DependsOn; cycles fall back to template order. */
+function creationOrder(resources: Record<string, CfnResource>): string[] {
+  const ids = Object.keys(resources);
+  const deps = new Map<string, Set<string>>();
+  for (const id of ids) {
+    const r = resources[id]!;
+    const d = referencedIds(r.Properties ?? {});
+    for (const x of [r.DependsOn ?? []].flat()) d.add(x);
+    deps.set(id, new Set([...d].filter((x) => x in resources && x !== id)));
+  }
+  const out: string[] = [];
+  const state = new Map<string, 1 | 2>();
+  const visit = (id: string) => {
+    if (state.has(id)) return;
+    state.set(id, 1);
+    for (const d of deps.get(id) ?? []) visit(d);
+    state.set(id, 2);
+    out.push(id);
+  };
+  for (const id of ids) visit(id);
+  return out;
+}
+
+/** One admin client on the local cluster, connected on first use (templates without topics need no Kafka). */
+function lazyKafkaAdmin(brokers: readonly string[]): { get(): Promise<Admin>; close(): Promise<void> } {
+  let admin: Admin | undefined;
+  return {
+    async get() {
+      if (!admin) {
+        if (brokers.length === 0)
+          throw new Error("no local Kafka brokers (KAFKA_BROKERS) for the MSK resources");
+        admin = new Kafka({
+          clientId: "local-runtime-materialiser",
+          brokers: [...brokers],
+          logLevel: logLevel.NOTHING,
+        }).admin();
+        await admin.connect();
+      }
+      return admin;
+    },
+    close: async () => admin?.disconnect(),
+  };
+}
+
+/**
+ * Creates a template's queues, tables (keys, GSIs/LSIs, stream, TTL) and Kafka topics on the
+ * emulators, and resolves its functions, event source mappings and schedules to local
+ * definitions with every intrinsic resolved to local names, URLs and ARNs. Everything it does not
+ * create is listed in `report.inert` (no local effect) or `report.unsupported`.
+ */
+export async function materialise(options: MaterialiseOptions): Promise<LocalApp> {
+  const { template, stackName } = options;
+  const brokers = options.kafkaBrokers ?? (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+  const admin = lazyKafkaAdmin(brokers);
+  const s = createState({
+    template,
+    stackName,
+    region: options.region ?? process.env.AWS_REGION ?? "us-east-1",
+    accountId: options.accountId ?? "000000000000",
+    prefix: options.namePrefix ?? "",
+    assetRoot: options.assetRoot,
+    brokers,
+    functionBrokers: options.functionKafkaBrokers ?? brokers,
+    kafkaRewrites: options.kafkaEnvRewrites ?? { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" },
+    sqs: options.sqs ?? createSqsClient(),
+    ddb: options.dynamodb ?? new DynamoDBClient({}),
+    kafkaAdmin: admin.get,
+  });
+  const resources = template.Resources ?? {};
+  const deferred: Array<[string, CfnResource, DeferredMaterialiser]> = [];
+  const unsupported = (id: string, r: CfnResource, error: unknown) =>
+    s.report.unsupported.push({ logicalId: id, type: r.Type, detail: (error as Error).message });
+
+  // First pass, in dependency order: everything but what needs the other resources to exist.
+  for (const id of creationOrder(resources)) {
+    const r = resources[id]!;
+    try {
+      if (r.Condition && !s.ctx.condition(r.Condition)) {
+        s.report.inert.push({ logicalId: id, type: r.Type, detail: `condition ${r.Condition} is false` });
+        continue;
+      }
+      const later = DEFERRED_MATERIALISERS[r.Type];
+      if (later) {
+        deferred.push([id, r, later]);
+        s.done.set(id, later.placeholder(id, s));
+        continue;
+      }
+      const materialiser = materialiserOf(r);
+      if (!materialiser) {
+        s.report.unsupported.push({ logicalId: id, type: r.Type, detail: "resource type not emulated" });
+        s.failed.set(id, "unsupported type");
+        continue;
+      }
+      const m = await materialiser(id, r, s);
+      if (m) s.done.set(id, m);
+    } catch (error) {
+      s.failed.set(id, (error as Error).message);
+      unsupported(id, r, error);
+    }
+  }
+  await admin.close();
+
+  // Second pass: event source mappings and schedules, now that their functions and sources exist.
+  for (const [id, r, later] of deferred) {
+    try {
+      later.resolve(id, r, s);
+    } catch (error) {
+      unsupported(id, r, error);
+    }
+  }
+
+  return {
+    stackName,
+    region: s.region,
+    accountId: s.accountId,
+    queues: s.queues,
+    tables: s.tables,
+    topics: s.topics,
+    functions: s.functions,
+    mappings: s.mappings,
+    schedules: s.schedules,
+    kafkaBrokers: brokers,
+    report: s.report,
+    access: accessModelOf(s, options.credentialSalt ?? crypto.randomUUID()),
+  };
+}

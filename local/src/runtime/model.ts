@@ -1,0 +1,143 @@
+/** What the materialiser made of a template: the local resources, with the names the code sees. */
+import type { AccessModel } from "../services/iam/accessModel.ts";
+
+export interface LocalQueue {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly url: string;
+  readonly arn: string;
+  readonly fifo: boolean;
+  readonly visibilityTimeoutSeconds: number;
+  readonly deadLetterQueueArn?: string;
+  readonly maxReceiveCount?: number;
+}
+
+export interface LocalTable {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  readonly streamArn?: string;
+  readonly streamViewType?: string;
+  readonly ttlAttribute?: string;
+}
+
+export interface LocalTopic {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  /** As declared in the template. */
+  readonly partitions?: number;
+  /** As the local cluster has it. */
+  readonly actualPartitions: number;
+}
+
+export interface LocalFunction {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  /** `aws:cdk:path` metadata, e.g. `Stack/order-consumer/Function/Resource`. */
+  readonly cdkPath?: string;
+  /** Module file of the bundled code and the export to call. */
+  readonly codeFile: string;
+  readonly exportName: string;
+  readonly handler: string;
+  readonly runtime: string;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
+  /** The template's variables, resolved to local names and URLs, after the local rewrites. */
+  readonly environment: Record<string, string>;
+  readonly reservedConcurrency?: number;
+}
+
+export type OnFailureDestination =
+  | { readonly kind: "sqs"; readonly queue: LocalQueue }
+  | { readonly kind: "kafka"; readonly topic: string };
+
+export interface EventSourceMappingBase {
+  readonly logicalId: string;
+  readonly uuid: string;
+  readonly functionName: string;
+  readonly batchSize: number;
+  readonly maxBatchingWindowSeconds: number;
+  readonly reportBatchItemFailures: boolean;
+  /** Parsed FilterCriteria patterns (a record passes if any matches). */
+  readonly filters: readonly unknown[];
+}
+
+export interface SqsMapping extends EventSourceMappingBase {
+  readonly kind: "sqs";
+  readonly queue: LocalQueue;
+  readonly maxConcurrency?: number;
+}
+
+export interface StreamMappingOptions {
+  readonly bisectBatchOnFunctionError: boolean;
+  /** -1 = until the record expires. */
+  readonly maximumRetryAttempts: number;
+  /** -1 = no limit. */
+  readonly maximumRecordAgeSeconds: number;
+  readonly startingPosition: "TRIM_HORIZON" | "LATEST";
+  readonly onFailure?: OnFailureDestination;
+}
+
+export interface DynamoDbMapping extends EventSourceMappingBase, StreamMappingOptions {
+  readonly kind: "dynamodb";
+  readonly table: LocalTable;
+  readonly streamArn: string;
+  readonly parallelizationFactor: number;
+}
+
+export interface KafkaMapping extends EventSourceMappingBase, StreamMappingOptions {
+  readonly kind: "kafka";
+  readonly clusterArn: string;
+  readonly topics: readonly string[];
+  readonly consumerGroupId: string;
+  readonly maximumPollers?: number;
+}
+
+export type LocalEventSourceMapping = SqsMapping | DynamoDbMapping | KafkaMapping;
+
+export interface LocalSchedule {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  readonly expression: string;
+  readonly everyMs: number;
+  readonly targets: ReadonlyArray<{ readonly functionName: string; readonly input?: unknown }>;
+  readonly retryAttempts: number;
+}
+
+export interface ReportEntry {
+  readonly logicalId: string;
+  readonly type: string;
+  readonly detail: string;
+}
+
+/** What the local runtime made of each resource, and what it left out. */
+export interface MaterialisationReport {
+  /** Made real on the emulators (or, for functions and mappings, in the local host). */
+  readonly created: ReportEntry[];
+  /** Present in the template, with no local effect: IAM, alarms, log groups... and why. */
+  readonly inert: ReportEntry[];
+  /** Not emulated: the template relies on something the local runtime does not do. */
+  readonly unsupported: ReportEntry[];
+  /** Fidelity notes: rewritten values, ignored properties, partition counts. */
+  readonly notes: string[];
+}
+
+/** A CDK app as the local runtime materialised it: queues, tables, topics, functions, mappings. */
+export interface LocalApp {
+  readonly stackName: string;
+  readonly region: string;
+  readonly accountId: string;
+  readonly queues: LocalQueue[];
+  readonly tables: LocalTable[];
+  readonly topics: LocalTopic[];
+  readonly functions: LocalFunction[];
+  readonly mappings: LocalEventSourceMapping[];
+  readonly schedules: LocalSchedule[];
+  readonly kafkaBrokers: readonly string[];
+  readonly report: MaterialisationReport;
+  /** Each function's role and policies and the resource policies, for the enforcing gateways. */
+  readonly access: AccessModel;
+}

@@ -1,0 +1,228 @@
+import { createHash } from "node:crypto";
+import type { CfnResource } from "../../runtime/cloudAssembly.ts";
+import { resolveString, resolveValue } from "../../runtime/intrinsics.ts";
+import { findFunction, type MaterialiseState, num } from "../../runtime/materialiseState.ts";
+import type {
+  EventSourceMappingBase,
+  LocalEventSourceMapping,
+  OnFailureDestination,
+  StreamMappingOptions,
+} from "../../runtime/model.ts";
+
+/** What every kind of mapping is built from: its properties, the common fields, the source ARN. */
+interface MappingInput {
+  readonly id: string;
+  readonly p: Record<string, unknown>;
+  /** The fields every kind shares; each kind adds its batch size and window defaults. */
+  readonly base: Omit<EventSourceMappingBase, "batchSize" | "maxBatchingWindowSeconds">;
+  readonly sourceArn: string | undefined;
+  readonly s: MaterialiseState;
+}
+
+/** One kind of event source mapping: `undefined` when the source is not of this kind. */
+type MappingMaterialiser = (
+  input: MappingInput,
+) => { mapping: LocalEventSourceMapping; detail: string } | undefined;
+
+function onFailureOf({ id, p, s }: MappingInput): OnFailureDestination | undefined {
+  const dest = (p.DestinationConfig as { OnFailure?: { Destination?: unknown } } | undefined)?.OnFailure
+    ?.Destination;
+  if (dest === undefined) return undefined;
+  const arn = resolveString(dest, s.ctx, `${id}.DestinationConfig.OnFailure.Destination`);
+  if (arn.startsWith("kafka://")) return { kind: "kafka", topic: arn.slice("kafka://".length) };
+  const queue = s.queues.find((q) => q.arn === arn);
+  if (queue) return { kind: "sqs", queue };
+  throw new Error(`on-failure destination ${arn} is not emulated (SQS queues and kafka:// topics are)`);
+}
+
+/** Retry, bisect, record age, starting position and on-failure destination of a stream or Kafka mapping. */
+function streamOptions(input: MappingInput, defaults: { retry: number }): StreamMappingOptions {
+  const { p } = input;
+  const onFailure = onFailureOf(input);
+  let retries = num(p.MaximumRetryAttempts, defaults.retry);
+  if (retries === -1 && onFailure?.kind === "kafka") retries = 10; // documented: infinite + Kafka destination → 10
+  const start = String(p.StartingPosition ?? "TRIM_HORIZON");
+  if (start !== "TRIM_HORIZON" && start !== "LATEST")
+    throw new Error(`StartingPosition ${start} is not emulated`);
+  return {
+    bisectBatchOnFunctionError:
+      p.BisectBatchOnFunctionError === true || p.BisectBatchOnFunctionError === "true",
+    maximumRetryAttempts: retries,
+    maximumRecordAgeSeconds: num(p.MaximumRecordAgeInSeconds, -1),
+    startingPosition: start,
+    ...(onFailure ? { onFailure } : {}),
+  };
+}
+
+/** An SQS queue of the template → the local SQS poller. */
+const sqsMapping: MappingMaterialiser = ({ p, base, sourceArn, s }) => {
+  const queue = sourceArn ? s.queues.find((q) => q.arn === sourceArn) : undefined;
+  if (!queue) return undefined;
+  const max = (p.ScalingConfig as { MaximumConcurrency?: unknown } | undefined)?.MaximumConcurrency;
+  return {
+    mapping: {
+      ...base,
+      kind: "sqs",
+      queue,
+      batchSize: num(p.BatchSize, 10),
+      maxBatchingWindowSeconds: num(p.MaximumBatchingWindowInSeconds, 0),
+      ...(max !== undefined ? { maxConcurrency: Number(max) } : {}),
+    },
+    detail: `SQS ${queue.name} → ${base.functionName}`,
+  };
+};
+
+/** A table's stream → the local shard poller. */
+const dynamodbMapping: MappingMaterialiser = (input) => {
+  const { id, p, base, sourceArn, s } = input;
+  const table = sourceArn
+    ? s.tables.find((t) => t.streamArn === sourceArn || sourceArn.startsWith(`${t.arn}/stream/`))
+    : undefined;
+  if (!table?.streamArn) return undefined;
+  const pf = num(p.ParallelizationFactor, 1);
+  if (pf > 1) s.note(`${id}: ParallelizationFactor ${pf} runs as 1 locally (one batch per shard at a time)`);
+  if (p.TumblingWindowInSeconds) throw new Error("tumbling windows are not emulated");
+  return {
+    mapping: {
+      ...base,
+      ...streamOptions(input, { retry: -1 }),
+      kind: "dynamodb",
+      table,
+      streamArn: table.streamArn,
+      batchSize: num(p.BatchSize, 100),
+      maxBatchingWindowSeconds: num(p.MaximumBatchingWindowInSeconds, 0),
+      parallelizationFactor: pf,
+    },
+    detail: `DynamoDB stream ${table.name} → ${base.functionName}`,
+  };
+};
+
+/** An MSK cluster or a self-managed Kafka source → a consumer group on the local Kafka cluster. */
+const kafkaMapping: MappingMaterialiser = (input) => {
+  const { id, p, base, sourceArn, s } = input;
+  if (!sourceArn?.startsWith("arn:aws:kafka:") && !p.SelfManagedEventSource) return undefined;
+  const topics = resolveValue(p.Topics ?? [], s.ctx, `${id}.Topics`) as string[];
+  const group =
+    (p.AmazonManagedKafkaEventSourceConfig as { ConsumerGroupId?: unknown } | undefined)?.ConsumerGroupId ??
+    (p.SelfManagedKafkaEventSourceConfig as { ConsumerGroupId?: unknown } | undefined)?.ConsumerGroupId;
+  const pollers = (p.ProvisionedPollerConfig as { MaximumPollers?: unknown } | undefined)?.MaximumPollers;
+  if (p.ProvisionedPollerConfig === undefined && base.reportBatchItemFailures)
+    s.note(
+      `${id}: ReportBatchItemFailures on a Kafka mapping needs provisioned mode; honoured locally anyway`,
+    );
+  const consumerGroupId =
+    group === undefined ? base.uuid : resolveString(group, s.ctx, `${id}.ConsumerGroupId`);
+  return {
+    mapping: {
+      ...base,
+      ...streamOptions(input, { retry: -1 }),
+      kind: "kafka",
+      clusterArn: sourceArn ?? "self-managed",
+      topics,
+      consumerGroupId,
+      batchSize: num(p.BatchSize, 100),
+      maxBatchingWindowSeconds: num(p.MaximumBatchingWindowInSeconds, 0.5),
+      ...(pollers !== undefined ? { maximumPollers: Number(pollers) } : {}),
+    },
+    detail: `Kafka ${topics.join(",")} (group ${consumerGroupId}) → ${base.functionName}`,
+  };
+};
+
+/** Mapping properties the local pollers read (each kind reads its own). */
+const EMULATED_PROPERTIES = new Set([
+  "FunctionName",
+  "EventSourceArn",
+  "Enabled",
+  "BatchSize",
+  "MaximumBatchingWindowInSeconds",
+  "FunctionResponseTypes",
+  "FilterCriteria",
+  "ScalingConfig",
+  "StartingPosition",
+  "BisectBatchOnFunctionError",
+  "MaximumRetryAttempts",
+  "MaximumRecordAgeInSeconds",
+  "DestinationConfig",
+  "ParallelizationFactor",
+  "TumblingWindowInSeconds",
+  "Topics",
+  "AmazonManagedKafkaEventSourceConfig",
+  "SelfManagedKafkaEventSourceConfig",
+  "SelfManagedEventSource",
+  "ProvisionedPollerConfig",
+]);
+
+/** What the local runtime does instead of a mapping property it does not emulate. */
+const INSTEAD: Readonly<Record<string, string>> = {
+  SourceAccessConfigurations: "the local Kafka cluster takes plaintext connections with no authentication",
+  KmsKeyArn: "filter criteria are not encrypted locally",
+  MetricsConfig: "event source mapping metrics are not emitted locally",
+  LoggingConfig: "the poller's own logs are not written locally",
+  Tags: "tags have no local effect",
+  StartingPositionTimestamp: "AT_TIMESTAMP is not emulated; the mapping starts at TRIM_HORIZON or LATEST",
+  Queues: "Amazon MQ sources are not emulated",
+  DocumentDBEventSourceConfig: "DocumentDB sources are not emulated",
+};
+
+/** Notes each property of a mapping that has no local effect, by name, with what happens instead. */
+function noteIgnoredProperties(id: string, p: Record<string, unknown>, s: MaterialiseState): void {
+  for (const key of Object.keys(p)) {
+    if (EMULATED_PROPERTIES.has(key)) continue;
+    s.note(`${id}: ${key} is not emulated; ${INSTEAD[key] ?? "the local mapping ignores it"}`);
+  }
+}
+
+/** Tried in order; the first kind that recognises the source builds the mapping. */
+const MAPPING_KINDS: readonly MappingMaterialiser[] = [sqsMapping, dynamodbMapping, kafkaMapping];
+
+/** A stable UUID for a mapping, as Lambda gives each one. */
+const mappingUuid = (stackName: string, id: string): string =>
+  createHash("sha1")
+    .update(`${stackName}/${id}`)
+    .digest("hex")
+    .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/, "$1-$2-$3-$4-$5");
+
+/**
+ * `AWS::Lambda::EventSourceMapping` → a local mapping, once every queue, table and function
+ * exists. A disabled mapping is inert; a source no kind recognises is an error (reported unsupported).
+ */
+export function materialiseMapping(id: string, r: CfnResource, s: MaterialiseState): void {
+  const p = r.Properties ?? {};
+  if (p.Enabled === false || p.Enabled === "false") {
+    s.report.inert.push({ logicalId: id, type: r.Type, detail: "disabled (Enabled: false)" });
+    return;
+  }
+  const fnRef = resolveString(p.FunctionName, s.ctx, `${id}.FunctionName`);
+  const fn = findFunction(s, fnRef);
+  if (!fn) throw new Error(`function ${fnRef} was not materialised`);
+  const filters = (
+    (p.FilterCriteria as { Filters?: Array<{ Pattern?: unknown }> } | undefined)?.Filters ?? []
+  ).map((f) => JSON.parse(resolveString(f.Pattern, s.ctx, `${id}.FilterCriteria`)) as unknown);
+  const responseTypes = (resolveValue(p.FunctionResponseTypes ?? [], s.ctx, id) as string[]) ?? [];
+  const input: MappingInput = {
+    id,
+    p,
+    s,
+    sourceArn:
+      p.EventSourceArn === undefined
+        ? undefined
+        : resolveString(p.EventSourceArn, s.ctx, `${id}.EventSourceArn`),
+    base: {
+      logicalId: id,
+      uuid: mappingUuid(s.stackName, id),
+      functionName: fn.name,
+      reportBatchItemFailures: responseTypes.includes("ReportBatchItemFailures"),
+      filters,
+    },
+  };
+  for (const kind of MAPPING_KINDS) {
+    const made = kind(input);
+    if (made) {
+      noteIgnoredProperties(id, p, s);
+      s.mappings.push(made.mapping);
+      s.report.created.push({ logicalId: id, type: r.Type, detail: made.detail });
+      return;
+    }
+  }
+  throw new Error(`event source ${input.sourceArn ?? "(none)"} is not emulated`);
+}
