@@ -9,14 +9,7 @@ import { apiReports, undocumentedExports } from "../../scripts/apiReport.ts";
 describe("the public API", () => {
   it("matches the checked-in API reports, entry point by entry point", { timeout: 180_000 }, () => {
     const reports = apiReports({ update: false });
-    expect(reports.map((r) => r.entry)).toEqual([
-      ".",
-      "./sqs",
-      "./kafka",
-      "./outbox",
-      "./dlq",
-      "./cdk",
-    ]);
+    expect(reports.map((r) => r.entry)).toEqual([".", "./sqs", "./kafka", "./outbox", "./dlq", "./cdk"]);
     for (const r of reports) {
       expect(r.problems, `${r.reportFile}: API Extractor reported problems`).toEqual([]);
       expect(

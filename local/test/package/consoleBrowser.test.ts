@@ -64,15 +64,7 @@ beforeAll(async () => {
   const iamSimulate = `@cloud-copilot/iam-simulate@${manifest.devDependencies["@cloud-copilot/iam-simulate"]}`;
   run(
     "npm",
-    [
-      "install",
-      "--prefer-offline",
-      "--no-audit",
-      "--no-fund",
-      "--save-exact",
-      ...tarballs,
-      iamSimulate,
-    ],
+    ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-exact", ...tarballs, iamSimulate],
     app,
   );
   // The installed bin itself (not through npx), so that SIGINT reaches it.
