@@ -4,6 +4,8 @@
  * already uses all 10, their attributes and the context are folded together into one attribute
  * that the redrive tool unfolds. Pure: no SDK types.
  */
+import { SQS_LIMITS } from "./sqsLimits.ts";
+
 export interface PlainAttribute {
   readonly DataType: string;
   readonly StringValue?: string;
@@ -11,7 +13,6 @@ export interface PlainAttribute {
   readonly BinaryValueBase64?: string;
 }
 
-export const SQS_MAX_ATTRIBUTES = 10;
 /** One attribute holding the failure context as JSON (x-original-queue, x-retry-count, ...). */
 export const CONTEXT_ATTRIBUTE = "x-failure-context";
 /** Used only when the user has 10 attributes: `{ attributes, context }` as JSON. */
@@ -25,7 +26,7 @@ export function packAttributes(
   const ours = Object.keys(user).filter((name) => name !== CONTEXT_ATTRIBUTE && name !== FOLDED_ATTRIBUTE);
   const kept = Object.fromEntries(ours.map((name) => [name, user[name]!]));
   const contextJson = JSON.stringify(context);
-  if (ours.length < SQS_MAX_ATTRIBUTES) {
+  if (ours.length < SQS_LIMITS.maxAttributes) {
     return { ...kept, [CONTEXT_ATTRIBUTE]: { DataType: "String", StringValue: contextJson } };
   }
   return {
@@ -55,6 +56,28 @@ export function unpackAttributes(attributes: Readonly<Record<string, PlainAttrib
 
 /** The failure context's name for the id the consumer deduplicated the message under. */
 const CONTEXT_MESSAGE_ID = "x-message-id";
+/** The producer's own id attribute, which key resolution reads before `x-message-id`. */
+const PRODUCER_MESSAGE_ID = "message-id";
+
+/**
+ * The attributes of a copy (a requeue, a park, a redrive) that must deduplicate under `id`, the id
+ * its record deduplicated under: the user's own as they are when they already name it
+ * (`message-id`, or `x-message-id` as an attribute of its own), else with `x-message-id` beside
+ * them, or, when they already fill SQS's 10, folded together with it (`packAttributes`). Key
+ * resolution reads the id from either place (`carriedMessageId`), and a copy of the copy comes back
+ * here with the same id, so it survives any depth of copying. Without it a copy dedups under its own
+ * new messageId and runs its effect again while the original may still be running elsewhere.
+ */
+export function withMessageId(
+  user: Readonly<Record<string, PlainAttribute>>,
+  id: string,
+): Record<string, PlainAttribute> {
+  const named = user[PRODUCER_MESSAGE_ID]?.StringValue ?? user[CONTEXT_MESSAGE_ID]?.StringValue;
+  if (named === id) return { ...user };
+  if (Object.keys(user).length < SQS_LIMITS.maxAttributes)
+    return { ...user, [CONTEXT_MESSAGE_ID]: { DataType: "String", StringValue: id } };
+  return packAttributes(user, { [CONTEXT_MESSAGE_ID]: id });
+}
 
 /**
  * The `x-message-id` a message redriven from a DLQ carries: its own attribute, else the one in its
