@@ -9,6 +9,7 @@ import { PermanentError } from "../core/errors.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
 import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
 import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
+import { toFifoId } from "../sqs/fifoIds.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "../sqs/sqsLimits.ts";
 import { PublishFailedError, PublishRejectedError, UnknownDestinationError } from "./errors.ts";
@@ -28,7 +29,8 @@ import { encodeForKafka, hasSchemaHeader } from "./schemaFraming.ts";
  *   isolate the poison record, which alone is rejected.
  * - **SQS standard**: SendMessageBatch, up to 10 messages and `sqsMaxBatchBytes` a call, calls in
  *   parallel (a standard queue keeps no order anyway).
- * - **SQS FIFO**: MessageGroupId = aggregate id, MessageDeduplicationId = event id. A batch holds at
+ * - **SQS FIFO**: MessageGroupId = aggregate id, MessageDeduplicationId = event id, each as an id SQS
+ *   accepts (`toFifoId`: itself when valid, else a readable prefix and a hash). A batch holds at
  *   most one message per group, and a group's next message is sent only after its previous one
  *   succeeded. SQS reports batch entries one by one and does not document what a failed entry
  *   means for later entries of its group; with one message per group per batch, a failure can
@@ -265,7 +267,9 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
       Id: `m${n}`,
       MessageBody: e.payload,
       MessageAttributes: toSqsAttributes(publishedHeaders(e)),
-      ...(fifo ? { MessageGroupId: e.aggregateId, MessageDeduplicationId: e.eventId } : {}),
+      ...(fifo
+        ? { MessageGroupId: toFifoId(e.aggregateId), MessageDeduplicationId: toFifoId(e.eventId) }
+        : {}),
     };
   }
 
@@ -286,7 +290,7 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
     // FIFO: rounds; each round takes the next event of every unblocked group.
     const groups = new Map<string, number[]>();
     for (const index of idx) {
-      const g = events[index]!.aggregateId;
+      const g = toFifoId(events[index]!.aggregateId);
       let q = groups.get(g);
       if (!q) {
         q = [];
@@ -372,7 +376,11 @@ function asOutcome(error: unknown): PublishOutcome {
   return { status: "failed", error: error instanceof Error ? error : new PublishFailedError(String(error)) };
 }
 
-/** Sends one parked record to a parking queue (a plain SendMessage; it is rare). */
+/**
+ * Sends one parked record to a parking queue (a plain SendMessage; it is rare). On a FIFO queue its
+ * group (the item's key: one group per aggregate) and dedup id go through `toFifoId`, as the
+ * publisher's do: a key SQS refuses would fail the park and block the relay's shard.
+ */
 export async function sendToParkingQueue(
   sqs: SQSClient,
   queueUrl: string,
@@ -387,7 +395,10 @@ export async function sendToParkingQueue(
       MessageBody: body,
       MessageAttributes: attributes,
       ...(queueUrl.endsWith(".fifo")
-        ? { MessageGroupId: fifoGroup ?? "parked", MessageDeduplicationId: dedupId }
+        ? {
+            MessageGroupId: toFifoId(fifoGroup ?? "parked"),
+            ...(dedupId !== undefined ? { MessageDeduplicationId: toFifoId(dedupId) } : {}),
+          }
         : {}),
     }),
   );
