@@ -9,6 +9,12 @@ import { PermanentError } from "../core/errors.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
 import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
 import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
+import {
+  CONTEXT_ATTRIBUTE,
+  FOLDED_ATTRIBUTE,
+  foldAttributes,
+  type PlainAttribute,
+} from "../sqs/attributePacking.ts";
 import { toFifoId } from "../sqs/fifoIds.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "../sqs/sqsLimits.ts";
@@ -96,31 +102,35 @@ export function parseDestination(
 export { SQS_LIMITS };
 
 const CORE_ATTRIBUTES = new Set<string>(Object.values(OUTBOX_HEADERS));
-/** Where user headers go when they do not fit as attributes of their own (JSON object). */
-export const FOLDED_HEADERS_ATTRIBUTE = "x-headers";
 const VALID_ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!.*\.\.)[A-Za-z0-9_\-.]{1,256}$/i;
+/** Our own packing attributes: a user header of that name is folded, never taken for ours. */
+const PACKING_ATTRIBUTES = new Set<string>([FOLDED_ATTRIBUTE, CONTEXT_ATTRIBUTE]);
 
-/** Kafka headers → SQS message attributes, never more than 10, never dropping a header. */
+/**
+ * Kafka headers → SQS message attributes, never more than 10, never dropping a header. The
+ * outbox's own headers (`message-id`, `event-type`, …: 8 of them) are attributes of their own; the
+ * user's are too when they fit, else all of them are folded into `x-folded-attributes`
+ * (`foldAttributes`), the one folding format every reader of ours unfolds: the SQS consumer's
+ * envelope gives them back as headers, as a Kafka consumer sees them. They do not fit when there
+ * are more than 2, or one has a name SQS refuses as an attribute name, or an empty value (SQS
+ * refuses an empty attribute value).
+ */
 export function toSqsAttributes(
   headers: Readonly<Record<string, string>>,
 ): Record<string, MessageAttributeValue> {
   const core: Record<string, MessageAttributeValue> = {};
-  const user: Record<string, string> = {};
+  const user: Record<string, PlainAttribute> = {};
   for (const [k, v] of Object.entries(headers)) {
     if (CORE_ATTRIBUTES.has(k)) core[k] = { DataType: "String", StringValue: v };
-    else user[k] = v;
+    else user[k] = { DataType: "String", StringValue: v };
   }
   const userNames = Object.keys(user);
   const fits =
     Object.keys(core).length + userNames.length <= SQS_LIMITS.maxAttributes &&
-    userNames.every((n) => VALID_ATTRIBUTE_NAME.test(n) && n !== FOLDED_HEADERS_ATTRIBUTE) &&
-    Object.values(user).every((v) => v !== "");
-  if (fits) {
-    for (const n of userNames) core[n] = { DataType: "String", StringValue: user[n]! };
-  } else {
-    core[FOLDED_HEADERS_ATTRIBUTE] = { DataType: "String", StringValue: JSON.stringify(user) };
-  }
-  return core;
+    userNames.every((n) => VALID_ATTRIBUTE_NAME.test(n) && !PACKING_ATTRIBUTES.has(n)) &&
+    Object.values(user).every((a) => a.StringValue !== "");
+  if (userNames.length === 0) return core;
+  return { ...core, ...(fits ? user : foldAttributes(user)) };
 }
 
 async function mapLimit<T>(

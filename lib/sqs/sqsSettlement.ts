@@ -16,7 +16,7 @@ import {
 import { failureContext } from "../core/failureContext.ts";
 import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { withMessageId } from "./attributePacking.ts";
+import { fitAttributes, withMessageId } from "./attributePacking.ts";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "./backoff.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
@@ -251,11 +251,12 @@ function copyEntry(p: RecordPlan<SQSRecord, unknown>, j: number) {
  * `x-folded-attributes`, which `plainAttributes` leaves out) or the broker's messageId, which the
  * copy will not share. Checking only for a broker id lost a carried one: the copy of a redriven
  * record then ran again under its new messageId while its first delivery could still be running
- * elsewhere (issue 34). A business key needs nothing: it is read from the body again.
+ * elsewhere (issue 34). A business key needs nothing: it is read from the body again. Unfolded
+ * attributes past SQS's 10 (a folded record's) are folded again.
  */
 function copyAttributes(p: RecordPlan<SQSRecord, unknown>) {
   const attributes = plainAttributes(p.record);
   const envelope = p.decoded.ok ? p.decoded.envelope : undefined;
-  if (!envelope || envelope.idSource === "business") return attributes;
+  if (!envelope || envelope.idSource === "business") return fitAttributes(attributes);
   return withMessageId(attributes, envelope.id);
 }

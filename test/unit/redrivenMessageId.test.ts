@@ -77,6 +77,25 @@ describe("issue 34 item 2: withMessageId, the attributes a copy needs to dedup u
 
   it("leaves attributes that already name the id alone", () => {
     expect(withMessageId({ "message-id": attr("p") }, "p")).toEqual({ "message-id": attr("p") });
-    expect(withMessageId({ ...ten, "x-message-id": attr("x") }, "x")).toHaveProperty("x-message-id");
+    const { a9: _, ...nine } = ten;
+    expect(withMessageId({ ...nine, "x-message-id": attr("x") }, "x")).toEqual({
+      ...nine,
+      "x-message-id": attr("x"),
+    });
+  });
+
+  it("folds what is past SQS's 10 (a folded record's attributes, unfolded), the id with them", async () => {
+    const folded = withMessageId({ ...ten, "x-message-id": attr("x") }, "x");
+    expect(Object.keys(folded)).toEqual(["x-folded-attributes"]);
+    const record = movedBack({}, {});
+    record.messageAttributes = {
+      "x-folded-attributes": {
+        dataType: "String",
+        stringValue: folded["x-folded-attributes"]!.StringValue,
+      } as SQSRecord["messageAttributes"][string],
+    };
+    const envelope = await toSqsEnvelope(record, {});
+    expect(envelope.id).toBe("x");
+    expect(envelope.headers.a9).toBe("v9");
   });
 });
