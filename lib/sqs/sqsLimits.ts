@@ -18,7 +18,12 @@ export const SQS_LIMITS = {
   maxVisibilitySeconds: 43_200,
   /** The longest MessageGroupId or MessageDeduplicationId (see `FIFO_ID_PATTERN`). */
   maxFifoIdLength: 128,
+  /** The longest queue name, a FIFO queue's `.fifo` suffix included (see `QUEUE_NAME_PATTERN`). */
+  maxQueueNameLength: 80,
 } as const;
+
+/** The characters of a queue name, its `.fifo` suffix aside: alphanumerics, `-` and `_` (CreateQueue). */
+export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 /**
  * What SQS accepts as a MessageGroupId or MessageDeduplicationId: 1 to 128 alphanumeric characters
