@@ -30,6 +30,7 @@ export {
   checkDedupWindow,
   checkKafkaMapping,
   checkMskTrigger,
+  checkQueueName,
   checkQueueWithDlq,
   checkRelayParallelization,
   checkSqsTrigger,

@@ -24,7 +24,6 @@ export {
 } from "./outboxEvent.ts";
 export {
   createOutboxPublisher,
-  FOLDED_HEADERS_ATTRIBUTE,
   type OutboxPublisher,
   type OutboxPublisherOptions,
   type PublishOutcome,

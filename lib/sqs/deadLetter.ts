@@ -58,6 +58,8 @@ export async function parkInDeadLetterQueue(
     contextToHeaders(carried ? { ...context, messageId: carried } : context),
   );
   const fifo = deadLetterUrl.endsWith(".fifo");
+  // A group SQS accepted on the source queue, so a valid one here too: kept as it is (not through
+  // `toFifoId`, which would move an id with a `~` to another group than its source's).
   const group = record.attributes.MessageGroupId;
   await sqs.send(
     new SendMessageCommand({

@@ -22,6 +22,6 @@ export { createSqsClient } from "./sqsClient.ts";
 export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./sqsConsumer.ts";
 export { SQS_ENVELOPE_DEFAULTS, type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
 export { assertSqsEvent, parseQueueArn, type QueueRef } from "./sqsEvent.ts";
-export { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "./sqsLimits.ts";
+export { chunkSqsBatch, FIFO_ID_PATTERN, SQS_LIMITS, sqsEntryBytes } from "./sqsLimits.ts";
 export { changeVisibility, MAX_VISIBILITY_SECONDS, type VisibilityChange } from "./visibility.ts";
 export { type HeartbeatOptions, type HeartbeatQueue, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";

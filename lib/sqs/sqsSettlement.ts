@@ -13,10 +13,10 @@ import {
   InProgressElsewhereError,
   isHealthyUnfinished,
 } from "../core/errors.ts";
-import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
+import { failureContext } from "../core/failureContext.ts";
 import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { packAttributes } from "./attributePacking.ts";
+import { fitAttributes, withMessageId } from "./attributePacking.ts";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "./backoff.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
@@ -246,19 +246,17 @@ function copyEntry(p: RecordPlan<SQSRecord, unknown>, j: number) {
 }
 
 /**
- * The copy keeps the user's attributes; a dedup id that came from the broker (the messageId, which
- * the copy will not share) rides along as `x-message-id`, which key resolution honours. SQS allows
- * 10 attributes: when the user's already fill them, the copy carries them folded together with the
- * id in one attribute (`x-folded-attributes`, the dead-letter packing), which key resolution, the
- * envelope's headers, parking and the redrive tool unfold. Dropping the id instead would let the copy
- * run again under its new messageId while another invocation may hold the original (a duplicate
- * effect); dropping a user attribute would lose it.
+ * The copy keeps the user's attributes and carries the id its record deduplicated under
+ * (`withMessageId`): a producer id, one carried from a redrive (inside `x-failure-context` or
+ * `x-folded-attributes`, which `plainAttributes` leaves out) or the broker's messageId, which the
+ * copy will not share. Checking only for a broker id lost a carried one: the copy of a redriven
+ * record then ran again under its new messageId while its first delivery could still be running
+ * elsewhere (issue 34). A business key needs nothing: it is read from the body again. Unfolded
+ * attributes past SQS's 10 (a folded record's) are folded again.
  */
 function copyAttributes(p: RecordPlan<SQSRecord, unknown>) {
   const attributes = plainAttributes(p.record);
-  const id = p.decoded.ok ? p.decoded.envelope : undefined;
-  if (id?.idSource !== "broker" || attributes[CONTEXT_HEADERS.messageId] !== undefined) return attributes;
-  if (Object.keys(attributes).length < SQS_LIMITS.maxAttributes)
-    return { ...attributes, [CONTEXT_HEADERS.messageId]: { DataType: "String", StringValue: id.id } };
-  return packAttributes(attributes, { [CONTEXT_HEADERS.messageId]: id.id });
+  const envelope = p.decoded.ok ? p.decoded.envelope : undefined;
+  if (!envelope || envelope.idSource === "business") return fitAttributes(attributes);
+  return withMessageId(attributes, envelope.id);
 }

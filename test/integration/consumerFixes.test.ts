@@ -12,11 +12,12 @@ import {
 } from "@aws-sdk/client-sqs";
 import { createDedupStore, createIdempotency, METRIC } from "reliable-consumers";
 import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
-import { createSqsClient, sqsConsumer, TransientError } from "reliable-consumers/sqs";
+import { createSqsClient, packAttributes, sqsConsumer, TransientError } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
@@ -459,5 +460,76 @@ describe("issue 21: the requeue of healthy records respects SQS's batch limits",
     expect(envelope.id).toBe(sent.MessageId);
     expect(envelope.idSource).not.toBe("broker");
     for (let i = 0; i < 10; i++) expect(envelope.headers[`a${i}`]).toBe(`v${i}`);
+  });
+});
+
+describe("issue 34 item 2: every copy carries the id its record deduplicated under", () => {
+  /**
+   * The consumer's own SQS client, with its copies sent without their delay: a copy waits out the
+   * holder's lease (minutes here, so the holder holds throughout with no renewal racing the clock);
+   * this test is about what a copy carries, not when it comes back.
+   */
+  function copiesWithoutDelay() {
+    const client = createSqsClient();
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { Entries?: Array<{ DelaySeconds?: number }> };
+        for (const entry of input.Entries ?? []) if (entry.DelaySeconds !== undefined) entry.DelaySeconds = 0;
+        return next(args);
+      },
+      { step: "initialize", name: "copiesWithoutDelay" },
+    );
+    return client;
+  }
+
+  it.each([
+    ["beside one user attribute (x-failure-context)", 1],
+    ["folded with 10 user attributes (x-folded-attributes)", 10],
+  ])("a redriven record held elsewhere, its copy and the copy's copy never run again: %s", async (_, n) => {
+    const what = `redriven-${n}`;
+    const q = await queue(what, { maxReceiveCount: 1 });
+    const scope = name(what);
+    const first = `first-delivery-${n}`;
+    // The record's first delivery is still running elsewhere: its holder keeps the key for 10 min.
+    const holder = createDedupStore({ tableName: table, scope, client: ddb, leaseMs: 600_000 });
+    const held = await holder.claim(first);
+    if (held.status !== "claimed") throw new Error(`expected to hold ${first}, got ${held.status}`);
+    // The record as SQS's move task hands it back from the DLQ: the user's attributes and the
+    // context the consumer parked it with, the id inside that context only.
+    const user = Object.fromEntries(
+      Array.from({ length: n }, (_, i) => [`a${i}`, { DataType: "String", StringValue: `v${i}` }]),
+    );
+    const context = { "x-message-id": first, "x-last-error": "TransientError: timeout" };
+    await sendAll(sqs, q.url, [
+      { body: '{"id":"r"}', attributes: toSdkAttributes(packAttributes(user, context)) },
+    ]);
+    let runs = 0;
+    const telemetry = recordingTelemetry();
+    const handler = sqsConsumer(
+      async () => {
+        runs++;
+      },
+      {
+        idempotency: { tableName: table, scope },
+        backoff: { baseSeconds: 0, maxSeconds: 0 },
+        sqsClient: copiesWithoutDelay(),
+        telemetry,
+      },
+    );
+    const trigger = { queueUrl: q.url, queueArn: q.arn, functionName: "f", waitSeconds: 5 };
+    // The redriven record, its copy, and the copy's copy, each on its last receive while held.
+    for (let depth = 0; depth < 3; depth++) {
+      const out = await invokeFromQueue(sqs, handler, trigger);
+      expect(out.received).toBe(1);
+      expect(runs, `the copy of depth ${depth} ran its effect a second time`).toBe(0);
+      expect(telemetry.counts[METRIC.requeued]).toBe(depth + 1);
+    }
+    // The first delivery finishes its effect: the latest copy is its duplicate, acked without a run.
+    await holder.complete(held.lease);
+    const out = await invokeFromQueue(sqs, handler, trigger);
+    expect(out).toMatchObject({ received: 1, failed: [] });
+    expect(runs).toBe(0);
+    expect(telemetry.counts[METRIC.duplicates]).toBe(1);
+    expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(0);
   });
 });

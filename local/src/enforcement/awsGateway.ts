@@ -13,7 +13,7 @@ import { grantAdvice } from "../services/iam/grantAdvice.ts";
 import type { AuthzRequest, IamEvaluator } from "../services/iam/iamEvaluator.ts";
 import type { GatewayContext, GatewayRoute } from "../services/localService.ts";
 import { SERVICES } from "../services/registry.ts";
-import { sqsQuota, visibilityBatchFailures } from "../services/sqs/enforcement.ts";
+import { type BatchEntryFailure, batchEntryFailures, sqsQuota } from "../services/sqs/enforcement.ts";
 import type { DenialLog } from "./denials.ts";
 import { accessDenied, type GatewayService, renderServiceError, type ServiceError } from "./serviceError.ts";
 
@@ -239,7 +239,7 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
       return;
     }
     const caller = enforcement?.byKey.get(accessKeyOf(req.headers.authorization) ?? "");
-    let localFailures: ReturnType<typeof visibilityBatchFailures> = [];
+    let localFailures: BatchEntryFailure[] = [];
     if (what) {
       if (caller) {
         const denied = await denial(caller, what.service, what.operation, what.json);
@@ -248,21 +248,19 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
       if (service === "sqs") {
         const quota = sqsQuota(what.operation, what.json, (h) => received.get(h), now());
         if (quota) return reply(res, service, quota);
-        if (what.operation === "ChangeMessageVisibilityBatch") {
-          localFailures = visibilityBatchFailures(what.json, (h) => received.get(h), now());
-          if (localFailures.length) {
-            const failed = new Set(localFailures.map((f) => f.Id));
-            what.json.Entries = (what.json.Entries as Array<{ Id: string }>).filter((e) => !failed.has(e.Id));
-            if ((what.json.Entries as unknown[]).length === 0) {
-              const text = JSON.stringify({ Successful: [], Failed: localFailures });
-              res.writeHead(200, {
-                "content-type": "application/x-amz-json-1.0",
-                "content-length": Buffer.byteLength(text),
-              });
-              return res.end(text);
-            }
-            body = Buffer.from(JSON.stringify(what.json));
+        localFailures = batchEntryFailures(what.operation, what.json, (h) => received.get(h), now());
+        if (localFailures.length) {
+          const failed = new Set(localFailures.map((f) => f.Id));
+          what.json.Entries = (what.json.Entries as Array<{ Id: string }>).filter((e) => !failed.has(e.Id));
+          if ((what.json.Entries as unknown[]).length === 0) {
+            const text = JSON.stringify({ Successful: [], Failed: localFailures });
+            res.writeHead(200, {
+              "content-type": "application/x-amz-json-1.0",
+              "content-length": Buffer.byteLength(text),
+            });
+            return res.end(text);
           }
+          body = Buffer.from(JSON.stringify(what.json));
         }
         if (req.headers["x-amz-target"]) body = upstreamBody(what.json, body, upstream);
       }
@@ -276,7 +274,7 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     body: Buffer,
     upstream: string,
     sqsOperation: string | undefined,
-    localFailures: ReturnType<typeof visibilityBatchFailures>,
+    localFailures: BatchEntryFailure[],
   ) {
     const target = new URL(req.url ?? "/", upstream);
     const headers = { ...req.headers, host: target.host, "content-length": String(body.length) };
