@@ -44,7 +44,13 @@ const name = names(import.meta.url);
 const sqs = createSqsClient();
 const ddb = new DynamoDBClient({});
 const POWERTOOLS_FUNCTION = "orders-v1";
-const tables = { app: name("app"), dedup: name("dedup"), powertools: name("powertools") };
+const tables = {
+  app: name("app"),
+  dedup: name("dedup"),
+  powertools: name("powertools"),
+  /** A Powertools table with a sort key (`sortKeyAttr`). */
+  composite: name("powertools-sk"),
+};
 const HOUR = 3_600_000;
 /** The end of the cut-over window, as the stack would set it: now + Powertools' 1 h window + margin. */
 const until = Date.now() + HOUR + 60_000;
@@ -179,12 +185,12 @@ function countedClient() {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as BatchGetItemCommandInput & { TableName?: string };
-      const keys = input.RequestItems?.[tables.powertools]?.Keys;
+      const keys = (input.RequestItems?.[tables.powertools] ?? input.RequestItems?.[tables.composite])?.Keys;
       if (context.commandName === "BatchGetItemCommand" && keys) {
         if (fault.on) throw Object.assign(new Error("injected: throttled"), { name: "ThrottlingException" });
         reads.requests++;
         reads.keys += keys.length;
-      } else if (input.TableName === tables.powertools) reads.other++;
+      } else if (input.TableName === tables.powertools || input.TableName === tables.composite) reads.other++;
       return next(args);
     },
     { step: "initialize", name: "countPowertoolsReads" },
@@ -215,6 +221,20 @@ beforeAll(async () => {
       }),
     );
   }
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: tables.composite,
+      BillingMode: "PAY_PER_REQUEST",
+      AttributeDefinitions: [
+        { AttributeName: "id", AttributeType: "S" },
+        { AttributeName: "sk", AttributeType: "S" },
+      ],
+      KeySchema: [
+        { AttributeName: "id", KeyType: "HASH" },
+        { AttributeName: "sk", KeyType: "RANGE" },
+      ],
+    }),
+  );
   q = await createQueueWithDlq(sqs, name("orders"));
   orders = await import("../../examples/migrate-from-powertools/orders.ts");
   before = await import("../../examples/migrate-from-powertools/before.ts");
@@ -421,5 +441,39 @@ describe("migrating from Powertools (examples/migrate-from-powertools)", () => {
     expect(await deliver(ours, await receiveAll(), { functionName: "orders-v2" })).toEqual([]);
     expect(reads.keys).toBe(3);
     expect(await chargesOf(["m-1", "m-2"])).toEqual({ "m-1": 2, "m-2": 1 });
+  });
+
+  it("a Powertools table with a sort key (sortKeyAttr): read under Powertools' static partition key", async () => {
+    const { IdempotencyConfig, makeIdempotent } = await import("@aws-lambda-powertools/idempotency");
+    const { DynamoDBPersistenceLayer } = await import("@aws-lambda-powertools/idempotency/dynamodb");
+    const { BatchProcessor, EventType, processPartialResponse } = await import(
+      "@aws-lambda-powertools/batch"
+    );
+    const config = new IdempotencyConfig({ eventKeyJmesPath: "powertools_json(body).orderId" });
+    const persistenceStore = new DynamoDBPersistenceLayer({ tableName: tables.composite, sortKeyAttr: "sk" });
+    const chargeOnce = makeIdempotent(
+      async (record: SQSRecord) => orders.chargeOrder(JSON.parse(record.body) as Orders.Order),
+      { persistenceStore, config },
+    );
+    const processor = new BatchProcessor(EventType.SQS);
+    const powertools: Handler = async (event, context) => {
+      config.registerLambdaContext(context);
+      return processPartialResponse(event, chargeOnce, processor, { context });
+    };
+    await sendAll(sqs, q.url, [order("s-1")]);
+    await deliver(powertools, await receiveAll(), { functionName: POWERTOOLS_FUNCTION, ackLost: true });
+
+    const { client, reads } = countedClient();
+    const cutover = (after.config.idempotency as IdempotencyOptions).powertoolsCutover!;
+    const ours = sqsConsumer<Orders.Order>(({ body }) => orders.chargeOrder(body), {
+      ...after.config,
+      consumer: "orders-sort-key",
+      dynamodbClient: client,
+      idempotency: { powertoolsCutover: { ...cutover, tableName: tables.composite, sortKeyAttr: "sk" } },
+    });
+    await sendAll(sqs, q.url, [order("s-2")]);
+    expect(await deliver(ours, await receiveAll(), { functionName: "orders-v2" })).toEqual([]);
+    expect(await chargesOf(["s-1", "s-2"])).toEqual({ "s-1": 1, "s-2": 1 });
+    expect(reads).toEqual({ requests: expect.any(Number), keys: 2, other: 0 });
   });
 });
