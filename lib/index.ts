@@ -38,6 +38,8 @@ export {
   type IdempotencyOptions,
   type IdempotencySetting,
 } from "./dedup/idempotency.ts";
+export type { PowertoolsCutoverOptions } from "./dedup/powertoolsCutover.ts";
+export type { PowertoolsAttributes } from "./dedup/powertoolsRecord.ts";
 export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TTL_ATTRIBUTE, dedupPk } from "./dedup/schema.ts";
 export { KAFKA_CONSUMER_DEFAULTS } from "./kafka/kafkaBatchProcessor.ts";
 export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./kafka/kafkaConsumer.ts";

@@ -36,7 +36,11 @@ function claimOf(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimAnswer> {
   const payloadHash = deps.payloadHashOf(envelope);
   const holder = deps.holderOf?.(envelope);
   return deps.dedup
-    .claim(envelope.id, { ...(payloadHash ? { payloadHash } : {}), ...(holder ? { holder } : {}) })
+    .claim(envelope.id, {
+      ...(payloadHash ? { payloadHash } : {}),
+      ...(holder ? { holder } : {}),
+      envelope,
+    })
     .then(
       (claim): ClaimAnswer => {
         if (claim.status === "claimed")

@@ -6,6 +6,7 @@ import {
   DynamoDBClient,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import type { Envelope } from "../core/envelope.ts";
 import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
 import { createConsistentReader } from "./consistentReads.ts";
 import { decideRejectedClaim, type ExistingDedupRecord, type RejectedClaim } from "./dedupDecision.ts";
@@ -75,6 +76,11 @@ export interface ClaimOptions {
    * @default - none: an unexpired lease is always someone else's
    */
   readonly holder?: string;
+  /**
+   * The record the key was read from, for a store that looks beyond its own table (the Powertools
+   * cut-over, `powertoolsCutover.ts`); this store ignores it. @default - none
+   */
+  readonly envelope?: Envelope;
 }
 
 /** Fenced dedup leases on DynamoDB, scoped by consumer + key: claim, renew, complete, release. */
