@@ -59,6 +59,7 @@ export const DEDUP_DEFAULTS = {
   leaseMs: 30_000,
 } as const;
 
+/** The dedup table's partition key of `key` in `scope` (a consumer, or the scope it was given). */
 export function dedupPk(scope: string, key: string): string {
   return `${scope}#${key}`;
 }
