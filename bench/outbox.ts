@@ -32,13 +32,7 @@ import {
   type KafkaProducer,
   kafkaConfigFromEnv,
 } from "reliable-consumers/kafka";
-import {
-  createInboxOutbox,
-  createOutboxPublisher,
-  createOutboxRelay,
-  OUTBOX_ATTR,
-  OUTBOX_STREAM_FILTER_PATTERN,
-} from "reliable-consumers/outbox";
+import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import {
   createAppTable,
@@ -47,6 +41,8 @@ import {
   deleteTable,
   startDynamoDbLocal,
 } from "reliable-consumers-local";
+import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
+import { OUTBOX_ATTR, OUTBOX_STREAM_FILTER_PATTERN } from "../lib/outbox/schema.ts";
 import {
   batchPutCeiling,
   fractionOf,

@@ -63,3 +63,17 @@ export const DEDUP_DEFAULTS = {
 export function dedupPk(scope: string, key: string): string {
   return `${scope}#${key}`;
 }
+
+/**
+ * The dedup table's shape, for tools that read or create it (the local runtime, a dashboard): its
+ * partition key, TTL attribute (epoch seconds), the attributes of a record, the partition key of a
+ * key in a scope, and the defaults the store and the construct use. The store and `DedupTable`
+ * read the same names, so they cannot drift apart.
+ */
+export const DEDUP_TABLE = {
+  partitionKey: DEDUP_PARTITION_KEY,
+  ttlAttribute: DEDUP_TTL_ATTRIBUTE,
+  attributes: DEDUP_ATTR,
+  pk: dedupPk,
+  defaults: DEDUP_DEFAULTS,
+} as const;

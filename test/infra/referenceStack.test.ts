@@ -1,14 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
-import { DEDUP_DEFAULTS } from "reliable-consumers";
 import { LAMBDA_ENV, ladderRuntimeConfig } from "reliable-consumers/cdk";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { beforeAll, describe, expect, it } from "vitest";
 import { REFERENCE_ENV } from "../../infra/referenceEnv.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
 import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
-import { DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
+import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import {
   acknowledgements,
   findingsOf,

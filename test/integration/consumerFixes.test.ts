@@ -10,13 +10,15 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
-import { createDedupStore, createIdempotency, METRIC } from "reliable-consumers";
+import { createDedupStore, METRIC, TransientError } from "reliable-consumers";
 import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
-import { createSqsClient, packAttributes, sqsConsumer, TransientError } from "reliable-consumers/sqs";
+import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { createIdempotency } from "../../lib/dedup/idempotency.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { packAttributes } from "../../lib/sqs/attributePacking.ts";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";

@@ -1,7 +1,8 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { createDedupStore, KeyReuseError, LeaseLostError } from "reliable-consumers";
+import { createDedupStore } from "reliable-consumers";
 import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { names } from "../support/names.ts";
 import { countRequests } from "../support/requestCounter.ts";

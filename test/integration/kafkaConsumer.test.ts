@@ -1,6 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { logLevel } from "kafkajs";
-import { createDedupStore, MalformedRecordError, PermanentError, TransientError } from "reliable-consumers";
+import { createDedupStore, PermanentError, TransientError } from "reliable-consumers";
 import {
   createKafkaBatchProcessor,
   createKafkaProducer,
@@ -15,6 +15,7 @@ import {
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable, toMskEvent } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MalformedRecordError } from "../../lib/core/errors.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,

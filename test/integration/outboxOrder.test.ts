@@ -4,17 +4,17 @@ import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import { createTelemetry } from "reliable-consumers";
 import {
   createInboxOutbox,
-  createOutboxPublisher,
   createOutboxRelay,
   createOutboxSweeper,
   discardParked,
-  OUTBOX_DEFAULTS,
-  pendingShard,
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
+import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
 import { FIFO_ID_PATTERN } from "../../lib/sqs/sqsLimits.ts";
 import { type AwsGateway, startAwsGateway } from "../../local/src/enforcement/awsGateway.ts";
 import { createDenialLog } from "../../local/src/enforcement/denials.ts";

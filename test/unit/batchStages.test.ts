@@ -1,15 +1,9 @@
 /** The shared batch stages in lib/core, with no AWS: plans, copies, lanes, leases, answers, errors. */
 import { setTimeout as sleep } from "node:timers/promises";
 import * as api from "reliable-consumers";
-import {
-  HeldBackError,
-  InProgressElsewhereError,
-  LeaseLostError,
-  OutOfTimeError,
-  PermanentError,
-  TransientError,
-} from "reliable-consumers";
-import { toSqsEnvelope } from "reliable-consumers/sqs";
+import { PermanentError, TransientError } from "reliable-consumers";
+import { KAFKA_CONSUMER_DEFAULTS } from "reliable-consumers/kafka";
+import { SQS_CONSUMER_DEFAULTS } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
 import { decodeRecords, findInBatchCopies, planBatch, unfinishedOf } from "../../lib/batch/batchPlan.ts";
 import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
@@ -25,6 +19,12 @@ import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
 import { withDefaults } from "../../lib/core/defaults.ts";
 import * as coreErrors from "../../lib/core/errors.ts";
 import {
+  HeldBackError,
+  InProgressElsewhereError,
+  LeaseLostError,
+  OutOfTimeError,
+} from "../../lib/core/errors.ts";
+import {
   checkIntervalMs,
   keepLease,
   LEASE_CADENCE,
@@ -36,6 +36,7 @@ import { createLaneGate } from "../../lib/kafka/kafkaRouting.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
 import { atLastReceive, sqsAnswer } from "../../lib/sqs/sqsAnswer.ts";
+import { SQS_ENVELOPE_DEFAULTS, toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
 
@@ -331,13 +332,13 @@ describe("SQS body limit (issue 14 item 12)", () => {
   });
 });
 
-describe("the new public API (added, nothing removed)", () => {
-  it("exports the defaults objects, the lease cadence and the new error types", () => {
-    expect(api.SQS_CONSUMER_DEFAULTS.concurrency).toBe(50);
-    expect(api.KAFKA_CONSUMER_DEFAULTS.concurrency).toBe(10);
-    expect(api.SQS_ENVELOPE_DEFAULTS.maxBodyBytes).toBe(1_048_576);
+describe("the public defaults and error types", () => {
+  it("exports the defaults objects and the config error; the lease cadence and HeldBackError stay internal", () => {
+    expect(SQS_CONSUMER_DEFAULTS.concurrency).toBe(50);
+    expect(KAFKA_CONSUMER_DEFAULTS.concurrency).toBe(10);
+    expect(SQS_ENVELOPE_DEFAULTS.maxBodyBytes).toBe(1_048_576);
     expect(LEASE_CADENCE.renewBelow).toBe(0.5);
-    expect(new api.HeldBackError("x").kind).toBe("transient");
+    expect(new HeldBackError("x").kind).toBe("transient");
     expect(new api.ConsumerConfigError("x").name).toBe("ConsumerConfigError");
   });
 });

@@ -1,17 +1,11 @@
-import {
-  classifyError,
-  InvalidJsonError,
-  KeyReuseError,
-  LeaseLostError,
-  PermanentError,
-  TransientError,
-} from "reliable-consumers";
-import { packAttributes, unpackAttributes } from "reliable-consumers/sqs";
+import { classifyError, InvalidJsonError, PermanentError, TransientError } from "reliable-consumers";
 import { describe, expect, it } from "vitest";
 import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
 import { resolveDedupKey } from "../../lib/core/envelope.ts";
+import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
 import { contextToHeaders, failureContext } from "../../lib/core/failureContext.ts";
 import { decideRejectedClaim } from "../../lib/dedup/dedupDecision.ts";
+import { packAttributes, unpackAttributes } from "../../lib/sqs/attributePacking.ts";
 import { fullJitterDelaySeconds } from "../../lib/sqs/backoff.ts";
 
 describe("fullJitterDelaySeconds", () => {

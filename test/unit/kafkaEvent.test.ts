@@ -1,6 +1,5 @@
 import {
   InvalidJsonError,
-  MalformedRecordError,
   MissingIdError,
   PayloadTooLargeError,
   SchemaValidationError,
@@ -15,6 +14,7 @@ import {
 } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { MalformedRecordError } from "../../lib/core/errors.ts";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 const bytes = (s: string) => [...Buffer.from(s)];

@@ -1,6 +1,6 @@
-import { replayMessage } from "reliable-consumers/dlq";
 import { readKafkaEvent, routedMessage } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
+import { replayMessage } from "../../lib/dlq/replayMessage.ts";
 
 const bytes = (s: string) => [...Buffer.from(s)];
 

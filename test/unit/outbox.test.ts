@@ -1,34 +1,39 @@
 import { type AttributeValue, DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import type { SQSRecord } from "aws-lambda";
 import type { Envelope } from "reliable-consumers";
-import { KeyReuseError, PermanentError, TransientError } from "reliable-consumers";
+import { PermanentError, TransientError } from "reliable-consumers";
+import { BusinessConditionFailedError, createInboxOutbox, OUTBOX_HEADERS } from "reliable-consumers/outbox";
+import { matchesAnyFilter, toLambdaImage } from "reliable-consumers-local";
+import { describe, expect, it } from "vitest";
+import { KeyReuseError } from "../../lib/core/errors.ts";
 import {
-  BusinessConditionFailedError,
-  createInboxOutbox,
-  itemSize,
   MalformedOutboxItemError,
-  OUTBOX_HEADERS,
-  OUTBOX_STREAM_FILTER_PATTERN,
-  parseDestination,
-  parseOutboxItem,
-  pendingShard,
-  publishedHeaders,
   TransactionConflictError,
   TransactionRejectedError,
   TransactionThrottledError,
-  toOutboxItem,
-  toSqsAttributes,
   UnitOfWorkInvalidError,
   UnitOfWorkTooLargeError,
-} from "reliable-consumers/outbox";
-import { FOLDED_ATTRIBUTE, packAttributes, unpackAttributes } from "reliable-consumers/sqs";
-import { matchesAnyFilter, toLambdaImage } from "reliable-consumers-local";
-import { describe, expect, it } from "vitest";
-import { isTraceparent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
+} from "../../lib/outbox/errors.ts";
+import { itemSize } from "../../lib/outbox/itemSize.ts";
+import {
+  isTraceparent,
+  parseOutboxItem,
+  pendingShard,
+  publishedHeaders,
+  resolveNewEvent,
+  toOutboxItem,
+} from "../../lib/outbox/outboxEvent.ts";
+import { parseDestination, toSqsAttributes } from "../../lib/outbox/publisher.ts";
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
 import { interpretFailure } from "../../lib/outbox/unitOfWork.ts";
-import { withMessageId } from "../../lib/sqs/attributePacking.ts";
+import {
+  FOLDED_ATTRIBUTE,
+  packAttributes,
+  unpackAttributes,
+  withMessageId,
+} from "../../lib/sqs/attributePacking.ts";
 import { plainAttributes } from "../../lib/sqs/deadLetter.ts";
 
 const build = {

@@ -1,7 +1,7 @@
 import type { SQSRecord } from "aws-lambda";
-import { packAttributes, toSqsEnvelope } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
-import { carriedMessageId, withMessageId } from "../../lib/sqs/attributePacking.ts";
+import { carriedMessageId, packAttributes, withMessageId } from "../../lib/sqs/attributePacking.ts";
+import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 
 /** A message as the consumer parked it, moved back as is (SQS's StartMessageMoveTask keeps its attributes). */
 function movedBack(user: Record<string, string>, context: Record<string, string>): SQSRecord {

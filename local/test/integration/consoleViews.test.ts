@@ -4,7 +4,6 @@ import { fileURLToPath } from "node:url";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { createDedupStore } from "reliable-consumers";
-import { newEventId, OUTBOX_DEFAULTS, toOutboxItem } from "reliable-consumers/outbox";
 import type { CfnTemplate } from "reliable-consumers-local";
 import {
   createDedupTable,
@@ -13,6 +12,8 @@ import {
   startLocalRuntime,
 } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { newEventId, toOutboxItem } from "../../../lib/outbox/outboxEvent.ts";
+import { OUTBOX_DEFAULTS } from "../../../lib/outbox/schema.ts";
 import { withBrowser } from "../../../test/support/browser.ts";
 import { dynamodb, kafka, sqs } from "../../../test/support/clients.ts";
 import { names } from "../../../test/support/names.ts";
