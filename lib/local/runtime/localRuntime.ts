@@ -7,6 +7,7 @@ import "../../kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "../../sqs/sqsClient.ts";
 import type { DenialLog } from "../enforcement/denials.ts";
 import { type LocalEnforcement, startLocalEnforcement } from "../enforcement/localEnforcement.ts";
+import { refuseUngrantedMappings } from "../enforcement/mappingRole.ts";
 import type { CfnTemplate } from "./cloudAssembly.ts";
 import { loadCloudAssembly } from "./cloudAssembly.ts";
 import { dynamodbStreamEventSource } from "./dynamodbStreamEventSource.ts";
@@ -343,6 +344,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       enforcement,
     );
     await enforcement.enforce(app);
+    // What Lambda checks of each mapping's role when it creates the mapping: refused, it never polls.
+    await refuseUngrantedMappings(app, enforcement);
   } catch (error) {
     await enforcement.stop();
     throw error;
@@ -462,6 +465,10 @@ export function formatReport(app: LocalApp): string[] {
   if (r.unsupported.length) {
     lines.push(`NOT EMULATED (${r.unsupported.length}):`);
     for (const u of r.unsupported) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
+  }
+  if (r.refused.length) {
+    lines.push(`REFUSED, as AWS refuses it (${r.refused.length}):`);
+    for (const u of r.refused) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
   }
   if (r.notes.length) {
     lines.push("notes:");
