@@ -138,7 +138,15 @@ function sqsAdapter<T>(
   };
 }
 
-/** One visibility heartbeat for the batch, tracking every record that will run until it ends. */
+/**
+ * One visibility heartbeat for the batch, tracking every record of it until the answer. A record
+ * that finished early (processed, parked, a copy of another) is still in flight: Lambda deletes it
+ * only after the answer. Left unextended on a queue whose visibility timeout is near the function
+ * timeout (what the heartbeat allows), it would come back while the batch still runs, to another
+ * invocation: a processed one as a duplicate, a parked one (its lease given back) parked a second
+ * time. So nothing is untracked when it finishes; the heartbeat stops before the answer, whose
+ * retry visibilities then land last.
+ */
 function heartbeatWatch<T>(
   records: ReadonlyArray<SQSRecord>,
   settle: ReturnType<typeof sqsSettlement>,
@@ -148,12 +156,11 @@ function heartbeatWatch<T>(
   let heartbeat: VisibilityHeartbeat | undefined;
   const { dedup, remainingMs, started } = invocation;
   return {
-    start(plans) {
+    start() {
       heartbeat = settle.startHeartbeat(records[0], { dedup, remainingMs, started, options });
-      for (const p of plans)
-        heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
+      for (const r of records) heartbeat?.track(r.messageId, r.receiptHandle, undefined, () => {});
     },
-    finished: (p) => heartbeat?.untrack(p.record.messageId),
+    finished: () => undefined,
     stop: async () => heartbeat?.stop(),
   };
 }
