@@ -20,6 +20,7 @@ export {
   OutOfTimeError,
   PayloadTooLargeError,
   PermanentError,
+  RecordTimeoutError,
   SchemaValidationError,
   TransientError,
   UnknownEventShapeError,
