@@ -9,6 +9,7 @@ import { InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { keepLease, renewIfAged } from "../core/leaseKeeper.ts";
 import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import type { ClaimAnswer, RecordPlan } from "./batchPlan.ts";
+import { beforeDeadline } from "./lambdaDeadline.ts";
 
 export interface ClaimDeps {
   readonly dedup: DedupStore;
@@ -151,8 +152,12 @@ export async function runWithLease(
   if (!deps || !held) return outcome;
   const lease = keeper?.current() ?? held.lease;
   plan.lease = undefined;
-  if (outcome.ok) plan.completion = deps.dedup.complete(lease, hooks.resultToStore(outcome.result));
-  else if (hooks.keepOnFailure) plan.lease = { lease, grantedMs: held.grantedMs };
+  if (outcome.ok) {
+    plan.completion = deps.dedup.complete(lease, hooks.resultToStore(outcome.result));
+    // Awaited by `settleCompletions`, unless the record was abandoned at the cut-off and finished
+    // later: then nobody awaits it, and its failure must not become an unhandled rejection.
+    plan.completion.catch(() => undefined);
+  } else if (hooks.keepOnFailure) plan.lease = { lease, grantedMs: held.grantedMs };
   else await deps.dedup.release(lease).catch(hooks.onReleaseError);
   return outcome;
 }
@@ -177,15 +182,20 @@ export async function releaseUnused<P extends AnyPlan>(
   );
 }
 
-/** Waits for every completion; returns the records whose completion failed, with why. */
+/**
+ * Waits for every completion, until `deadline` aborts at the latest; returns the records whose
+ * completion failed or did not answer in time, with why.
+ */
 export async function settleCompletions<P extends AnyPlan>(
   plans: ReadonlyArray<P>,
   dedup: DedupStore | undefined,
+  deadline?: AbortSignal,
 ): Promise<Array<{ plan: P; error: unknown }>> {
   const pending = plans.filter((p) => p.completion);
   if (!dedup || pending.length === 0) return [];
-  await dedup.flush().catch(() => undefined);
-  const settled = await Promise.allSettled(pending.map((p) => p.completion));
+  const bounded = <T>(work: Promise<T>) => (deadline ? beforeDeadline(work, deadline) : work);
+  await bounded(dedup.flush()).catch(() => undefined);
+  const settled = await Promise.allSettled(pending.map((p) => bounded(p.completion!)));
   return settled.flatMap((r, k) => (r.status === "rejected" ? [{ plan: pending[k]!, error: r.reason }] : []));
 }
 

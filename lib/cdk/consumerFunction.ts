@@ -198,6 +198,10 @@ interface TriggerPath {
 
 const DEFAULT_TIMEOUT = Duration.seconds(30);
 
+const MSK_MAPPING_REASON =
+  "An MSK event source mapping's pollers read the cluster's brokers (kafka:GetBootstrapBrokers) and create, " +
+  "describe and delete ENIs in its VPC; these actions take no resource (AWSLambdaMSKExecutionRole).";
+
 /**
  * A consumer: a Lambda function with trigger methods that encode the library's rules:
  * ReportBatchItemFailures always on, the SQS visibility rule checked, the dedup window checked
@@ -392,7 +396,10 @@ export abstract class ConsumerFunctionBase extends Construct {
     groupOf: (topic: string) => string,
   ): void {
     const consumed = topics.filter((t) => t.role !== "dead-letter");
+    // The mapping's own needs, whatever built the function (`fromFunction` too): Lambda checks the
+    // role for them when it creates the mapping.
     MskGrants.eventSourceMapping(this.function, cluster);
+    this.acknowledgeWildcardResource(MSK_MAPPING_REASON);
     MskGrants.consume(
       this.function,
       this,

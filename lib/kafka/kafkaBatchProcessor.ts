@@ -2,6 +2,7 @@ import { setTimeout as sleepMs } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
 import type { RecordPlan } from "../batch/batchPlan.ts";
+import { runReserveMs, type Timer } from "../batch/lambdaDeadline.ts";
 import { done } from "../batch/recordOutcome.ts";
 import {
   type BatchAdapter,
@@ -43,6 +44,7 @@ export const KAFKA_CONSUMER_DEFAULTS = {
   reportBatchItemFailures: true,
   claimAhead: true,
   timeMarginMs: 5000,
+  settleReserveMs: 3000,
 };
 
 /** Options of the Kafka consumer (`kafkaConsumer`, `createKafkaBatchProcessor`). */
@@ -101,6 +103,15 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   readonly claimAhead?: boolean;
   /** Stop starting records (and waiting for due retries) when less Lambda time than this remains (ms). @default KAFKA_CONSUMER_DEFAULTS.timeMarginMs */
   readonly timeMarginMs?: number;
+  /**
+   * Lambda time kept after the run for settling the batch (ms): the completions, the produce of
+   * routed records to the retry and dead-letter topics and their routes, each bounded by the
+   * settlement deadline (`lambdaDeadline.ts`). At this much left, running records' signals abort
+   * (`RecordTimeoutError`); a record still running halfway to the answer margin is handed back
+   * unfinished. At least the answer margin (500 ms) is kept whatever the value.
+   * @default KAFKA_CONSUMER_DEFAULTS.settleReserveMs
+   */
+  readonly settleReserveMs?: number;
   /** Longest single wait for a retry record to come due. @default no cap besides the Lambda time */
   readonly maxDueWaitMs?: number;
   /** As the SQS consumer's `onDuplicate`: the first run's stored result for a duplicate. */
@@ -111,6 +122,8 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   /** Injectable clock and sleep (tests). */
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Injectable timer for the invocation's deadlines (tests). @default setTimeout */
+  readonly timer?: Timer;
 }
 
 type Plan<T> = RecordPlan<KafkaRecordView, T, KafkaEnvelope<T>>;
@@ -141,7 +154,18 @@ export function createKafkaBatchProcessor<T>(
     options.retry && "delaysMs" in options.retry ? options.retry : createRetryLadder(options.retry ?? {});
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
   const maxDueWaitMs = options.maxDueWaitMs;
-  const routingDeps = { ...settings, ladder, producer, telemetry, now: batch.now, sleep, maxDueWaitMs };
+  // A retry record waits to come due only while the run may go on: never into the settlement reserve.
+  const timeMarginMs = Math.max(settings.timeMarginMs, runReserveMs(settings.settleReserveMs));
+  const routingDeps = {
+    ...settings,
+    timeMarginMs,
+    ladder,
+    producer,
+    telemetry,
+    now: batch.now,
+    sleep,
+    maxDueWaitMs,
+  };
   const isRetryTopic = (v: KafkaRecordView) => topicRole(ladder, v.topic).kind === "retry";
   // A tombstone (null value) is delivered unless the consumer opted to skip it.
   const skipped = (p: Plan<T>) =>
@@ -162,7 +186,11 @@ export function createKafkaBatchProcessor<T>(
     const invocation = opened.claims
       ? { ...opened, claims: { ...opened.claims, holderOf: kafkaClaimHolder } }
       : opened;
-    const routing = kafkaRouting({ ...routingDeps, consumer: invocation.consumer });
+    const routing = kafkaRouting({
+      ...routingDeps,
+      consumer: invocation.consumer,
+      deadline: invocation.deadline.settle,
+    });
     const adapter: BatchAdapter<KafkaRecordView, T, KafkaEnvelope<T>, KafkaBatchResponse> = {
       decode: (v) => toKafkaEnvelope(v, options),
       laneOf,

@@ -4,6 +4,7 @@
  * one produce request for everything routed, and the answer. Built per invocation.
  */
 import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
+import { beforeDeadline } from "../batch/lambdaDeadline.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import { classifyError, describeError, InProgressElsewhereError } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
@@ -27,6 +28,11 @@ export interface KafkaRoutingDeps {
   readonly sleep: (ms: number) => Promise<void>;
   readonly timeMarginMs: number;
   readonly maxDueWaitMs: number | undefined;
+  /**
+   * The settlement deadline (`lambdaDeadline`): a produce not confirmed by then counts as failed
+   * (its records are handed back; a copy that lands later is deduplicated downstream).
+   */
+  readonly deadline?: AbortSignal;
 }
 
 type Plan = RecordPlan<KafkaRecordView, unknown>;
@@ -167,7 +173,8 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     const byTopic = new Map<string, OutgoingMessage[]>();
     for (const r of routes) byTopic.set(r.route.topic, [...(byTopic.get(r.route.topic) ?? []), r.message]);
     try {
-      await deps.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      const sent = deps.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      await (deps.deadline ? beforeDeadline(sent, deps.deadline) : sent);
       produced = true;
       for (const r of routes)
         if (r.plan.outcome?.kind === "done")

@@ -40,13 +40,14 @@ export function toSdkAttributes(
 /**
  * Parks a record in a dead-letter queue: the body untouched, the user's attributes kept, the
  * failure context packed alongside. Resolves only once SQS has accepted the message; the caller
- * acks the source record only after that.
+ * acks the source record only after that. `abortSignal` (the settlement deadline) cancels the call.
  */
 export async function parkInDeadLetterQueue(
   sqs: SQSClient,
   deadLetterUrl: string,
   record: SQSRecord,
   context: FailureContext,
+  abortSignal?: AbortSignal,
 ): Promise<void> {
   // A redriven copy keeps the id its original was deduplicated under, through every later park.
   const strings = Object.fromEntries(
@@ -78,5 +79,6 @@ export async function parkInDeadLetterQueue(
           ? { MessageGroupId: group }
           : {}),
     }),
+    abortSignal ? { abortSignal } : {},
   );
 }

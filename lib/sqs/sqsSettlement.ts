@@ -6,6 +6,7 @@
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
+import { beforeDeadline } from "../batch/lambdaDeadline.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import {
   classifyError,
@@ -34,13 +35,19 @@ export interface SqsSettlementDeps {
   readonly deadLetterUrl: string | undefined;
   readonly consumer: string;
   readonly now: () => number;
+  /**
+   * The settlement deadline (`lambdaDeadline`): every call made here is cancelled when it aborts,
+   * and a record whose call did not answer by then is not acked on its account.
+   */
+  readonly deadline: AbortSignal;
 }
 
 const receiveCount = (record: SQSRecord) => Number(record.attributes.ApproximateReceiveCount ?? 1);
 
 export function sqsSettlement(deps: SqsSettlementDeps) {
-  const { sqs, telemetry, backoff } = deps;
+  const { sqs, telemetry, backoff, deadline } = deps;
   const queues = new Map<string, Promise<QueueInfo | undefined>>();
+  // A lookup not answered by the settlement deadline is a queue not found (nothing acked for it).
   const queueOf = (arn: string) => {
     let q = queues.get(arn);
     if (!q) {
@@ -50,7 +57,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
       });
       queues.set(arn, q);
     }
-    return q;
+    return beforeDeadline(q, deadline).catch(() => undefined);
   };
   const retry = (record: SQSRecord, error: unknown, atLeastSeconds = 0) =>
     unfinished(error, Math.max(fullJitterDelaySeconds(receiveCount(record), backoff), atLeastSeconds));
@@ -68,7 +75,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     }
     const firstReceive = Number(record.attributes.ApproximateFirstReceiveTimestamp);
     try {
-      await parkInDeadLetterQueue(
+      const parked = parkInDeadLetterQueue(
         sqs,
         deadLetterUrl,
         record,
@@ -81,7 +88,9 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
             attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
           originalQueue: record.eventSourceARN,
         }),
+        deadline,
       );
+      await beforeDeadline(parked, deadline);
     } catch (parkError) {
       // Not parked means not acked: the record stays in the source queue.
       telemetry.count(METRIC.parkFailures);
@@ -159,12 +168,14 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     chunk: ReadonlyArray<{ plan: RecordPlan<SQSRecord, unknown>; entry: ReturnType<typeof copyEntry> }>,
   ) {
     const byId = new Map(chunk.map((c) => [c.entry.Id, c.plan]));
-    const out = await sqs
-      .send(new SendMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((c) => c.entry) }))
-      .catch((error: unknown) => {
-        telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
-        return { Successful: [] };
-      });
+    const send = sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((c) => c.entry) }),
+      { abortSignal: deadline },
+    );
+    const out = await beforeDeadline(send, deadline).catch((error: unknown) => {
+      telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
+      return { Successful: [] };
+    });
     for (const ok of out.Successful ?? []) {
       const p = ok.Id === undefined ? undefined : byId.get(ok.Id);
       if (!p) continue;
@@ -191,6 +202,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
           sqs,
           q.url,
           changes.map((c) => ({ ...c, seconds: Math.min(c.seconds, MAX_VISIBILITY_SECONDS) })),
+          deadline,
         );
         if (failed.length > 0)
           telemetry.logger.warn("could not set retry visibility", { messageIds: failed });

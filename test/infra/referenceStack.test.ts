@@ -464,7 +464,9 @@ describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
     expect(groups).toContain(groupArn("payment-consumer"));
     expect(groups).toContain(groupArn("payment-consumer.retry.5s"));
     expect(actionsOn("kafka-cluster:DescribeGroup").sort()).toEqual([...groups].sort());
-    expect(actionsOn("kafka:GetBootstrapBrokers")).toEqual([clusterArn]);
+    expect(actionsOn("kafka:DescribeClusterV2")).toEqual([clusterArn]);
+    // No resource-level permission: IAM allows it only on * (issue 34 item 7).
+    expect(actionsOn("kafka:GetBootstrapBrokers")).toEqual(["*"]);
     // The idempotent producer (retry ladder, DLQ) needs WriteDataIdempotently on the cluster (issue 21).
     expect(actionsOn("kafka-cluster:WriteDataIdempotently")).toEqual([clusterArn]);
     expect(
@@ -486,7 +488,8 @@ describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
         const wildcard = res.some((r: unknown) => typeof r === "string" && r.includes("*"));
         if (wildcard) {
           expect(res).toEqual(["*"]);
-          for (const a of asList(s.Action)) expect(a).toMatch(/^ec2:|^dynamodb:ListStreams$/);
+          for (const a of asList(s.Action))
+            expect(a).toMatch(/^ec2:|^dynamodb:ListStreams$|^kafka:GetBootstrapBrokers$/);
         }
         for (const a of asList(s.Action)) expect(a).not.toMatch(/\*/);
       }

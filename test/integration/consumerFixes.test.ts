@@ -12,16 +12,18 @@ import {
 } from "@aws-sdk/client-sqs";
 import { createDedupStore, METRIC, TransientError } from "reliable-consumers";
 import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
-import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
+import { createSqsClient, SQS_CONSUMER_DEFAULTS, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { RecordTimeoutError } from "../../lib/core/errors.ts";
 import { createIdempotency } from "../../lib/dedup/idempotency.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { packAttributes } from "../../lib/sqs/attributePacking.ts";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
+import { manualClock } from "../support/manualClock.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
@@ -287,16 +289,31 @@ describeWithoutSqs("issue 14 item 14: a Kafka lease renewal that lands after com
 });
 
 describe("issue 15 item 5: the Lambda deadline reaches each record's signal", () => {
-  it("a running record's signal aborts when the invocation runs out of time", async () => {
-    let reason: unknown = "not aborted";
+  it("a running record's signal aborts at the run's deadline (issue 34 item 8: the settlement reserve before the timeout)", async () => {
+    let aborted!: (reason: unknown) => void;
+    const reason = new Promise((r) => {
+      aborted = r;
+    });
+    let started!: () => void;
+    const running = new Promise<void>((r) => {
+      started = r;
+    });
+    const clock = manualClock(30_000);
     const handler = sqsConsumer<{ id: string }>(
       async (_envelope, { signal }) => {
-        reason = await new Promise((resolve) => {
-          signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
-          setTimeout(() => resolve("not aborted"), 2_000);
-        });
+        started();
+        await new Promise<void>((resolve) =>
+          signal.addEventListener(
+            "abort",
+            () => {
+              aborted(signal.reason);
+              resolve();
+            },
+            { once: true },
+          ),
+        );
       },
-      { idempotency: false, heartbeat: false, timeMarginMs: 0 },
+      { idempotency: false, heartbeat: false, timeMarginMs: 0, timer: clock.timer },
     );
     const record = {
       messageId: "m-1",
@@ -309,15 +326,11 @@ describe("issue 15 item 5: the Lambda deadline reaches each record's signal", ()
       eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:deadline",
       awsRegion: "us-east-1",
     };
-    const deadline = Date.now() + 300;
-    const context = {
-      functionName: "f",
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    } as unknown as Parameters<typeof handler>[1];
-    // Middy answers with its early-timeout response (an error) just before the deadline.
-    await handler({ Records: [record] } as never, context).catch(() => undefined);
-    await sleep(100);
-    expect(reason).not.toBe("not aborted");
+    const answer = handler({ Records: [record] } as never, clock.context());
+    await running;
+    expect(clock.next().remainingMs).toBe(SQS_CONSUMER_DEFAULTS.settleReserveMs);
+    expect(await reason).toBeInstanceOf(RecordTimeoutError);
+    await answer;
   });
 });
 

@@ -361,7 +361,8 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
         ran++;
         await sleep(300);
       },
-      { schema: Msg, idempotency: false, concurrency: 1, timeMarginMs: 1_000 },
+      // The settlement reserve at its floor (the answer margin, 0.5 s), below the 1 s margin.
+      { schema: Msg, idempotency: false, concurrency: 1, timeMarginMs: 1_000, settleReserveMs: 500 },
     );
     await sendAll(
       sqs,

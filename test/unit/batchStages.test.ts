@@ -7,7 +7,12 @@ import { SQS_CONSUMER_DEFAULTS } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
 import { decodeRecords, findInBatchCopies, planBatch, unfinishedOf } from "../../lib/batch/batchPlan.ts";
 import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
-import { lambdaDeadline } from "../../lib/batch/lambdaDeadline.ts";
+import {
+  ANSWER_MARGIN_MS,
+  beforeDeadline,
+  LAMBDA_DEADLINE,
+  lambdaDeadline,
+} from "../../lib/batch/lambdaDeadline.ts";
 import {
   done,
   outcomeOfTask,
@@ -23,6 +28,8 @@ import {
   InProgressElsewhereError,
   LeaseLostError,
   OutOfTimeError,
+  RecordTimeoutError,
+  SettlementTimeoutError,
 } from "../../lib/core/errors.ts";
 import {
   checkIntervalMs,
@@ -37,6 +44,7 @@ import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
 import { atLastReceive, sqsAnswer } from "../../lib/sqs/sqsAnswer.ts";
 import { SQS_ENVELOPE_DEFAULTS, toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
+import { manualClock } from "../support/manualClock.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
 
@@ -274,16 +282,38 @@ describe("defaults and environment, resolved once", () => {
     expect(() => readConsumerEnv({ DEDUP_WINDOW_SECONDS: "1.5" })).toThrow(/DEDUP_WINDOW_SECONDS/);
   });
 
-  it("the Lambda deadline aborts with OutOfTimeError, or when Middy aborts its signal", async () => {
-    const byTime = lambdaDeadline({ getRemainingTimeInMillis: () => 20 });
-    await sleep(40);
-    expect(byTime.signal.reason).toBeInstanceOf(OutOfTimeError);
+  it("the Lambda deadlines: the run's at the settlement reserve, the cut-off halfway, the settlement's before Middy's", () => {
+    // Issue 34 item 8: what comes after the run has Lambda time of its own.
+    const clock = manualClock(30_000);
+    const d = lambdaDeadline(clock.context(), undefined, { settleReserveMs: 3_000, timer: clock.timer });
+    expect([d.run.aborted, d.cutOff.aborted, d.settle.aborted]).toEqual([false, false, false]);
+    expect(clock.next().remainingMs).toBe(3_000);
+    expect(d.run.reason).toBeInstanceOf(RecordTimeoutError);
+    expect([d.cutOff.aborted, d.settle.aborted]).toEqual([false, false]);
+    expect(clock.next().remainingMs).toBe(3_000 - (3_000 - ANSWER_MARGIN_MS) / 2);
+    expect(d.cutOff.aborted).toBe(true);
+    expect(clock.next().remainingMs).toBe(ANSWER_MARGIN_MS);
+    expect(d.settle.reason).toBeInstanceOf(SettlementTimeoutError);
+    expect(ANSWER_MARGIN_MS).toBeGreaterThan(LAMBDA_DEADLINE.middyEarlyMs);
+    d.dispose();
+  });
+
+  it("a reserve below the answer margin keeps the margin; Middy's abort ends every phase at once", async () => {
+    const clock = manualClock(10_000);
+    const small = lambdaDeadline(clock.context(), undefined, { settleReserveMs: 0, timer: clock.timer });
+    expect(clock.next().remainingMs).toBe(ANSWER_MARGIN_MS);
+    expect([small.run.aborted, small.cutOff.aborted, small.settle.aborted]).toEqual([true, true, true]);
     const middy = new AbortController();
-    const byMiddy = lambdaDeadline({ getRemainingTimeInMillis: () => 60_000 }, middy.signal);
-    expect(byMiddy.signal.aborted).toBe(false);
+    const byMiddy = lambdaDeadline(manualClock(60_000).context(), middy.signal, { settleReserveMs: 3_000 });
+    expect(byMiddy.run.aborted).toBe(false);
     middy.abort();
-    expect(byMiddy.signal.aborted).toBe(true);
+    expect([byMiddy.run.aborted, byMiddy.cutOff.aborted, byMiddy.settle.aborted]).toEqual([true, true, true]);
     byMiddy.dispose();
+    // A settlement call still open at the deadline is given up with the deadline's reason.
+    const settle = new AbortController();
+    const open = beforeDeadline(new Promise(() => undefined), settle.signal);
+    settle.abort(new SettlementTimeoutError("cut"));
+    await expect(open).rejects.toBeInstanceOf(SettlementTimeoutError);
   });
 });
 

@@ -39,7 +39,7 @@ function harness(
       return handler(envelope);
     },
     { idempotency: false, dynamodbClient: new DynamoDBClient({}), telemetry, consumer: "unit" },
-    { concurrency: 4, timeMarginMs: 0 },
+    { concurrency: 4, timeMarginMs: 0, settleReserveMs: 0 },
   );
   const full: BatchAdapter<Rec, string, Envelope<string>, string[]> = {
     decode: async (r) => {

@@ -8,6 +8,7 @@ import { createSqsClient } from "reliable-consumers/sqs";
 import type { DenialLog } from "../enforcement/denials.ts";
 import { type LocalEnforcement, startLocalEnforcement } from "../enforcement/localEnforcement.ts";
 import { FunctionHost, type FunctionHostOptions } from "../services/lambda/functionHost.ts";
+import { refuseUngrantedMappings } from "../services/lambda/mappingRole.ts";
 import { SERVICES } from "../services/registry.ts";
 import { scheduleEventSource } from "../services/scheduler/eventSource.ts";
 import type { EventSource } from "../services/sqs/eventSource.ts";
@@ -342,6 +343,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       enforcement,
     );
     await enforcement.enforce(app);
+    // What Lambda checks of each mapping's role when it creates the mapping: refused, it never polls.
+    await refuseUngrantedMappings(app, enforcement);
   } catch (error) {
     await enforcement.stop();
     throw error;
@@ -458,6 +461,10 @@ export function formatReport(app: LocalApp): string[] {
   if (r.unsupported.length) {
     lines.push(`NOT EMULATED (${r.unsupported.length}):`);
     for (const u of r.unsupported) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
+  }
+  if (r.refused.length) {
+    lines.push(`REFUSED, as AWS refuses it (${r.refused.length}):`);
+    for (const u of r.refused) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
   }
   if (r.notes.length) {
     lines.push("notes:");

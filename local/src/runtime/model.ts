@@ -121,6 +121,11 @@ export interface MaterialisationReport {
   readonly inert: ReportEntry[];
   /** Not emulated: the template relies on something the local runtime does not do. */
   readonly unsupported: ReportEntry[];
+  /**
+   * Refused as AWS refuses it (an event source mapping whose function's role lacks what the
+   * mapping needs: `enforcement/mappingRole.ts`), with AWS's error.
+   */
+  readonly refused: ReportEntry[];
   /** Fidelity notes: rewritten values, ignored properties, partition counts. */
   readonly notes: string[];
 }

@@ -43,6 +43,24 @@ const record = name("record");
 let runtime: LocalRuntime;
 let served: LocalConsole;
 
+/** What an MSK event source mapping needs of its role besides consuming (AWSLambdaMSKExecutionRole). */
+const MSK_MAPPING_ROLE = [
+  { Effect: "Allow", Action: "kafka:DescribeClusterV2", Resource: CLUSTER },
+  {
+    Effect: "Allow",
+    Action: [
+      "kafka:GetBootstrapBrokers",
+      "ec2:CreateNetworkInterface",
+      "ec2:DescribeNetworkInterfaces",
+      "ec2:DeleteNetworkInterface",
+      "ec2:DescribeVpcs",
+      "ec2:DescribeSubnets",
+      "ec2:DescribeSecurityGroups",
+    ],
+    Resource: "*",
+  },
+];
+
 const role = (id: string, statements: ReadonlyArray<Record<string, unknown>>) => ({
   [`${id}Role`]: {
     Type: "AWS::IAM::Role",
@@ -130,6 +148,8 @@ function template(): CfnTemplate {
       },
       ...role("Consumer", [
         { Effect: "Allow", Action: "dynamodb:PutItem", Resource: `arn:aws:dynamodb:*:*:table/${record}` },
+        // What Lambda checks the role for when it creates an MSK mapping (the local runtime too).
+        ...MSK_MAPPING_ROLE,
         {
           Effect: "Allow",
           Action: ["kafka-cluster:Connect", "kafka-cluster:DescribeClusterDynamicConfiguration"],
