@@ -1,6 +1,6 @@
 import type { KafkaMessage } from "kafkajs";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import type { OutgoingMessage } from "../kafka/producer.ts";
+import type { KafkaHeader, OutgoingMessage } from "../kafka/producer.ts";
 
 /** What a replay reads of a dead letter (a `KafkaDeadLetter` is one): where it lay, and the record. */
 export interface ReplaySource {
@@ -19,19 +19,23 @@ const ATTEMPT_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The record to republish: key, value and the user's headers untouched; `x-message-id` and the
+ * The record to republish: key, value and the user's headers untouched (every value of a repeated
+ * name, in its order; kafkajs reads a record's headers into an object, so the order across names
+ * is the object's); `x-message-id` and the
  * `x-original-*` coordinates kept, so consumers deduplicate it as the same message and a new failure
  * still points at the original; the attempt's context dropped, so it starts the retry ladder again;
  * `x-replayed-from` added for tracing.
  */
-export function replayMessage(letter: ReplaySource, now: Date = new Date()): OutgoingMessage {
-  const headers: Record<string, string | Buffer> = {};
+export function replayMessage(
+  letter: ReplaySource,
+  now: Date = new Date(),
+): OutgoingMessage & { readonly headers: ReadonlyArray<KafkaHeader> } {
+  const headers: KafkaHeader[] = [];
   for (const [name, value] of Object.entries(letter.message.headers ?? {})) {
     if (ATTEMPT_HEADERS.has(name) || value === undefined) continue;
-    const one = Array.isArray(value) ? value[value.length - 1] : value;
-    if (one !== undefined) headers[name] = one;
+    for (const one of Array.isArray(value) ? value : [value]) headers.push({ name, value: one });
   }
-  headers["x-replayed-from"] = `${letter.topic}:${letter.partition}:${letter.offset}`;
-  headers["x-replayed-at"] = now.toISOString();
+  headers.push({ name: "x-replayed-from", value: `${letter.topic}:${letter.partition}:${letter.offset}` });
+  headers.push({ name: "x-replayed-at", value: now.toISOString() });
   return { key: letter.message.key, value: letter.message.value, headers };
 }

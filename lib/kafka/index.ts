@@ -46,6 +46,7 @@ export {
   createKafkaProducer,
   disconnectAllKafkaProducers,
   getKafkaProducer,
+  type KafkaHeader,
   type KafkaProducer,
   type KafkaProducerOptions,
   type OutgoingMessage,

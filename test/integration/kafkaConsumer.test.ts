@@ -15,6 +15,7 @@ import {
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable } from "reliable-consumers/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type KafkaDeadLetter, readTopicToEnd } from "../../lib/dlq/kafkaDeadLetters.ts";
 import { toMskEvent } from "../../lib/local/mskEventBuilder.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
@@ -24,6 +25,8 @@ import {
   recordsIn,
   type TopicTap,
   tapTopics,
+  type WireRecord,
+  wireRecords,
 } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
@@ -160,6 +163,59 @@ describe("Kafka consumer: retry topics and dead-letter topic (against the local 
     });
     expect(telemetry.counts.DeadLettered).toBe(1);
     expect(telemetry.counts.RoutedToRetry).toBeUndefined();
+  });
+
+  it("keeps repeated header names, in order, on the retry and dead-letter copies (issue 34 item 4)", async () => {
+    // Kafka lets a name repeat; the copies kept only the last value of each name (a=3, b=2).
+    const topic = name("pay-headers");
+    await declareLadder(ladder, topic);
+    const { process } = processor(async (env) => {
+      if (env.attempt === 1) throw new TransientError("issuer timeout");
+      throw new PermanentError("declined");
+    });
+    const bytes = (s: string) => [...Buffer.from(s)];
+    // What Lambda hands over of a record on the wire, its headers as the list they are there.
+    const eventOf = (t: string, r: WireRecord) => ({
+      eventSource: "aws:kafka",
+      records: {
+        [`${t}-${r.partition}`]: [
+          {
+            topic: t,
+            partition: r.partition,
+            offset: r.offset,
+            timestamp: 1,
+            key: b64(r.key ?? ""),
+            value: b64(r.value ?? ""),
+            headers: r.headers.map(([n, v]) => ({ [n]: bytes(v) })),
+          },
+        ],
+      },
+    });
+    const user = [
+      ["a", "1"],
+      ["b", "2"],
+      ["a", "3"],
+    ];
+    await getKafkaProducer().send(topic, [
+      { key: "k", value: "{}", partition: 0, headers: user.map(([n, v]) => ({ name: n!, value: v! })) },
+    ]);
+    const [main] = await wireRecords(topic);
+    expect(main!.headers).toEqual(user);
+    expect(await process(eventOf(topic, main!), lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [retried] = await wireRecords(`${topic}.retry.150ms`);
+    expect(retried!.headers.slice(0, 3)).toEqual(user);
+    expect(retried!.headers.slice(3).map(([n]) => n)).toContain("x-retry-count");
+    expect(await process(eventOf(`${topic}.retry.150ms`, retried!), lambdaContext())).toEqual({
+      batchItemFailures: [],
+    });
+    const [dead] = await wireRecords(`${topic}.DLQ`);
+    expect(dead!.headers.slice(0, 3)).toEqual(user);
+    expect(dead!.headers.filter(([n]) => n === "x-retry-count")).toEqual([["x-retry-count", "2"]]);
+    // The DLQ tooling reads it with kafkajs, which folds a repeated name into an array: both kept.
+    const letters: KafkaDeadLetter[] = [];
+    await readTopicToEnd(`${topic}.DLQ`, async (batch) => void letters.push(...batch));
+    const h = letters[0]!.message.headers!;
+    expect([h.a, h.b].map((v) => (Array.isArray(v) ? v.map(String) : String(v)))).toEqual([["1", "3"], "2"]);
   });
 
   it("bad input (bad header bytes, undecodable values, bad JSON) gets typed errors and reaches the dead-letter topic; binary headers and tombstones are not bad input", async () => {
