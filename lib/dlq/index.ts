@@ -18,7 +18,7 @@ export {
   type LambdaFailureRecord,
   readLambdaFailureRecord,
 } from "./lambdaFailureRecord.ts";
-export { replayMessage } from "./replayMessage.ts";
+export { reframedForReplay, replayMessage } from "./replayMessage.ts";
 export {
   inspectSqsDeadLetters,
   type RedriveOptions,

@@ -1,6 +1,8 @@
 import type { KafkaMessage } from "kafkajs";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
+import { DECODED_PART_HEADERS, isDecodedPartHeader, readDecodedPartHeader } from "../kafka/lambdaDecoded.ts";
 import type { KafkaHeader, OutgoingMessage } from "../kafka/producer.ts";
+import { type RegistryFor, reframePart } from "../kafka/reframe.ts";
 
 /** What a replay reads of a dead letter (a `KafkaDeadLetter` is one): where it lay, and the record. */
 export interface ReplaySource {
@@ -38,4 +40,37 @@ export function replayMessage(
   headers.push({ name: "x-replayed-from", value: `${letter.topic}:${letter.partition}:${letter.offset}` });
   headers.push({ name: "x-replayed-at", value: now.toISOString() });
   return { key: letter.message.key, value: letter.message.value, headers };
+}
+
+const bytesOf = (v: string | Buffer | null | undefined): Buffer | null =>
+  v === null || v === undefined ? null : Buffer.isBuffer(v) ? v : Buffer.from(v, "utf8");
+
+/**
+ * A replay framed for the main topic's mapping. A copy of a record that a registry mapping handed
+ * over decoded carries that part so (JSON text, or the source bytes without their framing) with
+ * `x-value-schema` / `x-key-schema` saying how (lambdaDecoded.ts); the main topic's mapping reads
+ * framed bytes only, and would send the replay to its failure destination as a
+ * `DESERIALIZATION_ERROR`. Each such part is framed again with its schema id (reframe.ts) and its
+ * header dropped: the replay is the record as its producer wrote it. Throws UnencodableValueError
+ * for a part that cannot be (no id, a JSON value the schema does not take, no registry for JSON).
+ */
+export async function reframedForReplay(
+  message: OutgoingMessage & { readonly headers: ReadonlyArray<KafkaHeader> },
+  registryFor: RegistryFor,
+): Promise<OutgoingMessage & { readonly headers: ReadonlyArray<KafkaHeader> }> {
+  const formOf = (part: "key" | "value") => {
+    const h = message.headers.findLast((x) => x.name === DECODED_PART_HEADERS[part]);
+    return readDecodedPartHeader(h === undefined ? undefined : String(h.value));
+  };
+  const again = async (part: "key" | "value", v: string | Buffer | null | undefined) => {
+    const form = formOf(part);
+    const bytes = bytesOf(v);
+    return form && bytes ? reframePart(bytes, form, registryFor) : (v ?? null);
+  };
+  return {
+    ...message,
+    key: await again("key", message.key),
+    value: await again("value", message.value),
+    headers: message.headers.filter((h) => !isDecodedPartHeader(h.name)),
+  };
 }

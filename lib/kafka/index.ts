@@ -35,6 +35,7 @@ export {
   SCHEMA_REGISTRY_ENV,
   toKafkaEnvelope,
 } from "./kafkaEnvelope.ts";
+export type { LambdaDecodedPart, LambdaDecodedParts } from "./lambdaDecoded.ts";
 export { type KafkaRecordView, type MskEventJson, type MskRecordJson, readKafkaEvent } from "./mskEvent.ts";
 export {
   type KafkaBatchItemFailure,
@@ -58,6 +59,7 @@ export {
   KafkaPublishPermanentError,
   KafkaPublishTransientError,
 } from "./publishErrors.ts";
+export type { RegistryFor } from "./reframe.ts";
 export {
   createRetryLadder,
   ladderFromRuntimeConfig,

@@ -15,6 +15,7 @@ import type { DuplicateHandler, IdempotencyOptions, IdempotencySetting } from ".
 import type { Telemetry } from "../observability/telemetry.ts";
 import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { kafkaRouting, keyLaneOf } from "./kafkaRouting.ts";
+import { lambdaSchemaRegistryFromEnv } from "./lambdaDecoded.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
 import type { KafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer } from "./producer.ts";
@@ -147,7 +148,19 @@ export function createKafkaBatchProcessor<T>(
     options.retry && "delaysMs" in options.retry ? options.retry : createRetryLadder(options.retry ?? {});
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
   const maxDueWaitMs = options.maxDueWaitMs;
-  const routingDeps = { ...settings, ladder, producer, telemetry, now: batch.now, sleep, maxDueWaitMs };
+  // Read once: what the mapping's registry hands over decoded, for reading records and their copies.
+  const lambdaSchemaRegistry = options.lambdaSchemaRegistry ?? lambdaSchemaRegistryFromEnv() ?? false;
+  const envelopeOptions = { ...options, lambdaSchemaRegistry };
+  const routingDeps = {
+    ...settings,
+    ladder,
+    producer,
+    telemetry,
+    now: batch.now,
+    sleep,
+    maxDueWaitMs,
+    lambdaSchemaRegistry,
+  };
   const isRetryTopic = (v: KafkaRecordView) => topicRole(ladder, v.topic).kind === "retry";
   // A tombstone (null value) is delivered unless the consumer opted to skip it.
   const skipped = (p: Plan<T>) =>
@@ -174,7 +187,7 @@ export function createKafkaBatchProcessor<T>(
       remainingMs: invocation.remainingMs,
     });
     const adapter: BatchAdapter<KafkaRecordView, T, KafkaEnvelope<T>, KafkaBatchResponse> = {
-      decode: (v) => toKafkaEnvelope(v, options),
+      decode: (v) => toKafkaEnvelope(v, envelopeOptions),
       laneOf,
       fail: routing.fail,
       // Bad input goes to the dead-letter topic in its lane's turn, behind its key's retry path.

@@ -14,6 +14,7 @@ import {
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { KafkaBatchIncompleteError, NotYetDueError, RouteProduceError } from "./errors.ts";
+import { type LambdaSchemaRegistryMode, lambdaDecodedParts } from "./lambdaDecoded.ts";
 import type { KafkaRecordView } from "./mskEvent.ts";
 import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
@@ -34,6 +35,8 @@ export interface KafkaRoutingDeps {
   readonly maxDueWaitMs: number | undefined;
   /** The invocation's remaining time (ms). */
   readonly remainingMs: () => number;
+  /** The mapping's schema-registry mode: the parts it hands over decoded, which copies say. */
+  readonly lambdaSchemaRegistry: LambdaSchemaRegistryMode | undefined | false;
 }
 
 type Plan = RecordPlan<KafkaRecordView, unknown>;
@@ -109,6 +112,7 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
       messageId: idOf(p),
       consumer,
       now: new Date(deps.now()),
+      decoded: lambdaDecodedParts(p.record, deps.lambdaSchemaRegistry),
     });
     routes.push({ plan: p, route: to, message });
     routeByPlan.set(p, to);

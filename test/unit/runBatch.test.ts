@@ -161,6 +161,7 @@ describe("the Kafka adapter's answer", () => {
       timeMarginMs: 0,
       maxDueWaitMs: undefined,
       remainingMs: () => 60_000,
+      lambdaSchemaRegistry: false,
     });
     const view: KafkaRecordView = {
       partitionKey: "orders-0",

@@ -12,6 +12,7 @@ import { loadCloudAssembly } from "./cloudAssembly.ts";
 import { dynamodbStreamEventSource } from "./dynamodbStreamEventSource.ts";
 import { FunctionHost, type FunctionHostOptions } from "./functionHost.ts";
 import { kafkaEventSource } from "./kafkaEventSource.ts";
+import { mappingDeserializer } from "./kafkaSchemaRegistry.ts";
 import { materialise } from "./materialise.ts";
 import type { LocalApp, LocalEventSourceMapping, LocalFunction } from "./model.ts";
 import { scheduleEventSource } from "./scheduleEventSource.ts";
@@ -355,6 +356,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const roles = mappingIdentities(options, emulatorEnv, region, brokers, admin, enforcement);
   const eventSources: EventSource[] = [];
   const clock = options.mappingClock ? { now: options.mappingClock } : {};
+  // A Kafka mapping's schema registry is read as the function's role, through the gateway.
+  const deserializerOf = (m: LocalEventSourceMapping) => {
+    if (m.kind !== "kafka" || !m.schemaRegistry) return undefined;
+    const credentials = enforcement.credentials(m.functionName);
+    return mappingDeserializer(m.schemaRegistry, {
+      env: { ...emulatorEnv, ...enforcement.runtimeEnv },
+      region,
+      ...(credentials ? { credentials } : {}),
+    });
+  };
   const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
     const c = roles.clientsOf(m.functionName);
     const k = m.kind === "kafka" ? roles.kafkaOf(m.functionName) : undefined;
@@ -363,7 +374,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       : m.kind === "dynamodb"
         ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region, clock)
         : k
-          ? kafkaEventSource(m, host, k, c.sqs, clock)
+          ? kafkaEventSource(m, host, k, c.sqs, clock, deserializerOf(m))
           : undefined;
   };
   for (const m of app.mappings) {
