@@ -215,8 +215,9 @@ export function kafkaEventSource(
         host.invoke(mapping.functionName, {
           ...toMskEvent(
             messages.map((message) => {
-              const handed = handedOf.get(message);
-              return handed ? { topic, partition, ...handed } : { topic, partition, message };
+              // What the registry made of it (its parts and schema metadata), or the record as polled.
+              const { ok: _, ...handed } = handedOf.get(message) ?? { ok: true, message };
+              return { topic, partition, ...handed };
             }),
             { eventSourceArn: mapping.clusterArn },
           ),
