@@ -29,6 +29,7 @@ import type { DynamoDBStreamEvent } from "aws-lambda";
 import {
   disconnectAllKafkaProducers,
   getKafkaProducer,
+  type KafkaHeader,
   type KafkaProducer,
   kafkaConfigFromEnv,
 } from "reliable-consumers/kafka";
@@ -143,7 +144,15 @@ function auditSqs(sqs: ReturnType<typeof createSqsClient>, audit: () => Audit | 
 /** The shared producer, with the audit around each request. */
 function auditedKafka(audit: () => Audit | undefined): KafkaProducer {
   const ids = (batch: Parameters<KafkaProducer["sendBatch"]>[0]) =>
-    batch.flatMap((b) => b.messages.map((m) => String(m.headers?.["message-id"] ?? "")));
+    batch.flatMap((b) =>
+      b.messages.map((m) => {
+        const h = m.headers;
+        const id = Array.isArray(h)
+          ? (h as ReadonlyArray<KafkaHeader>).find((x) => x.name === "message-id")?.value
+          : (h as Readonly<Record<string, string | Buffer>> | undefined)?.["message-id"];
+        return String(id ?? "");
+      }),
+    );
   const real = () => getKafkaProducer();
   const sendBatch: KafkaProducer["sendBatch"] = async (batch) => {
     audit()?.starting(ids(batch));

@@ -12,6 +12,7 @@ export {
   classifyError,
   type ErrorKind,
   InvalidJsonError,
+  MalformedRecordError,
   MissingIdError,
   PayloadTooLargeError,
   PermanentError,

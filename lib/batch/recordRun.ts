@@ -62,8 +62,10 @@ export interface RejectDeps<R, T, E extends Envelope<T> = Envelope<T>>
     "claims" | "follow" | "recordsRoutes" | "recognised" | "onReleaseError"
   > {
   readonly reject: (plan: RecordPlan<R, T, E>, error: unknown) => RecordOutcome | Promise<RecordOutcome>;
-  /** The dedup key and holder its route is recorded under (Kafka: its coordinates). */
-  readonly undecodedClaimOf?: ((record: R) => { readonly key: string; readonly holder: string }) | undefined;
+  /** The dedup key and delivery its route is recorded under (Kafka: its coordinates). */
+  readonly undecodedClaimOf?:
+    | ((record: R) => { readonly key: string; readonly delivery: string })
+    | undefined;
 }
 
 const isRouted = (o: RecordOutcome) => o.kind === "done" && o.why === "routed";

@@ -74,14 +74,14 @@ export interface BatchAdapter<R, T, E extends Envelope<T>, A> {
   readonly follow?: (plan: RecordPlan<R, T, E>) => RecordOutcome | undefined;
   /**
    * Where a routed record went, once its copy is durable (after `afterRun`); recorded in its dedup
-   * record under its claim's holder, so that its redelivery is recognised (`recognised`) instead
+   * record under its claim's delivery, so that its redelivery is recognised (`recognised`) instead
    * of being run or routed twice. Absent: a routed record gives its lease back at once (SQS).
    */
   readonly routeOf?: (plan: RecordPlan<R, T, E>) => string | undefined;
   /** A redelivery whose claim says it was routed before (`routeOf` gave `route`). @default done("routed") */
   readonly recognised?: (plan: RecordPlan<R, T, E>, route: string) => RecordOutcome;
-  /** With `routeOf`: the dedup key and holder of a record that could not be decoded (Kafka: its coordinates). */
-  readonly undecodedClaimOf?: (record: R) => { readonly key: string; readonly holder: string };
+  /** With `routeOf`: the dedup key and delivery of a record that could not be decoded (Kafka: its coordinates). */
+  readonly undecodedClaimOf?: (record: R) => { readonly key: string; readonly delivery: string };
   /** Between the in-batch checks and the claim (Kafka: wait until a retry record is due). */
   readonly beforeClaim?: (plan: RecordPlan<R, T, E>, envelope: E) => Promise<RecordOutcome | undefined>;
   /** Which records to claim ahead in one go; absent: each record claims when it starts. */

@@ -186,7 +186,11 @@ export interface MskTriggerOptions {
    * @default per mapping, `defaultKafkaRetryAttempts`: those waits + 10
    */
   readonly retryAttempts?: number;
-  /** The mapping's own schema-registry integration (Glue or Confluent); see mskSchemaRegistry.ts. @default none */
+  /**
+   * The main topic's mapping's own schema-registry integration (Glue or Confluent; the retry
+   * topics' mappings read the copies, which carry what the function got); see mskSchemaRegistry.ts.
+   * @default none
+   */
   readonly schemaRegistry?: MskSchemaRegistry;
 }
 
@@ -365,8 +369,9 @@ export abstract class ConsumerFunctionBase extends Construct {
           maxBatchingWindow: window,
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
-          // Every mapping: retry topics carry the original bytes and framing.
-          ...(registry ? { schemaRegistryConfig: registry.config } : {}),
+          // The main topic's only: a retry copy carries what the function got, which a registry
+          // mapping would refuse as DESERIALIZATION_ERROR (lib/kafka/lambdaDecoded.ts says why).
+          ...(registry && t.role === "main" ? { schemaRegistryConfig: registry.config } : {}),
           // A record that crashes the function (out of memory, a runtime crash, a timeout) is no
           // error the consumer can route. On every rung Lambda bisects to it, retries it a finite
           // number of times and writes it to the dead-letter topic itself, with its bytes (Lambda's

@@ -85,6 +85,16 @@ export class InProgressElsewhereError extends TransientError {
   override name = "InProgressElsewhereError";
 }
 
+/**
+ * This very delivery of the record (a Kafka offset) holds the lease on its key in another
+ * invocation: the same offset handed to two invocations at once, or one that died holding it (its
+ * lease ends within the lease length). Not another message: the record is handed back to its
+ * trigger to come again, never routed on as if it had been dealt with.
+ */
+export class DeliveryInProgressError extends InProgressElsewhereError {
+  override name = "DeliveryInProgressError";
+}
+
 /** Our lease was taken over (it expired and someone else claimed), so we may not complete. */
 export class LeaseLostError extends TransientError {
   override name = "LeaseLostError";

@@ -14,11 +14,14 @@ export const DEDUP_ATTR = {
   payloadHash: "payloadHash",
   result: "result",
   attempts: "attempts",
-  /** Who holds the lease (a Kafka record's coordinates), when the claimant gave it. */
+  /**
+   * The delivery the lease is held under (a Kafka record's coordinates, `ClaimOptions.delivery`),
+   * when the claim gave one. It grants nothing: a live lease is never taken over.
+   */
   holder: "holder",
   /**
-   * The holders (a string set) whose delivery of this key was routed elsewhere (a Kafka retry
-   * topic or the DLQ) rather than processed: their redelivery is recognised, never run or routed again.
+   * The deliveries (a string set) of this key that were routed elsewhere (a Kafka retry topic or
+   * the DLQ) rather than processed: their redelivery is recognised, never run or routed again.
    */
   routedBy: "routedBy",
   /** Where the last routed delivery went (the consumer's own description, opaque to the store). */
@@ -30,8 +33,8 @@ export const DEDUP_PARTITION_KEY = DEDUP_ATTR.pk;
 export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
 
 /**
- * `ROUTED`: the last holder did not process the key but sent it on (a retry topic, the DLQ); the
- * next copy (another holder) may claim it, the routed holders' redeliveries may not (`routedBy`).
+ * `ROUTED`: the last delivery did not process the key but sent it on (a retry topic, the DLQ); the
+ * next copy (another delivery) may claim it, the routed deliveries' redeliveries may not (`routedBy`).
  */
 export type DedupStatus = "IN_PROGRESS" | "COMPLETED" | "ROUTED";
 

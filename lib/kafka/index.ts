@@ -36,7 +36,14 @@ export {
   SCHEMA_REGISTRY_ENV,
   toKafkaEnvelope,
 } from "./kafkaEnvelope.ts";
-export { type KafkaRecordView, type MskEventJson, type MskRecordJson, readKafkaEvent } from "./mskEvent.ts";
+export type { LambdaDecodedPart, LambdaDecodedParts } from "./lambdaDecoded.ts";
+export {
+  type KafkaRecordView,
+  type MskEventJson,
+  type MskRecordJson,
+  readKafkaEvent,
+  type SchemaMetadata,
+} from "./mskEvent.ts";
 export {
   type KafkaBatchItemFailure,
   type KafkaBatchResponse,
@@ -47,6 +54,7 @@ export {
   createKafkaProducer,
   disconnectAllKafkaProducers,
   getKafkaProducer,
+  type KafkaHeader,
   type KafkaProducer,
   type KafkaProducerOptions,
   type OutgoingMessage,
@@ -58,6 +66,7 @@ export {
   KafkaPublishPermanentError,
   KafkaPublishTransientError,
 } from "./publishErrors.ts";
+export type { RegistryFor } from "./reframe.ts";
 export {
   createRetryLadder,
   ladderFromRuntimeConfig,

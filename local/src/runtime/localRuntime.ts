@@ -362,7 +362,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
     const c = roles.clientsOf(m.functionName);
     const kafka = m.kind === "kafka" ? roles.kafkaOf(m.functionName) : undefined;
-    const ctx = { host, sqs: c.sqs, streams: c.streams, kafka, region, clock };
+    // A schema registry (a Kafka mapping's) is read as the function's role, through the gateway.
+    const credentials = enforcement.credentials(m.functionName);
+    const registryAccess = {
+      env: { ...emulatorEnv, ...enforcement.runtimeEnv },
+      region,
+      ...(credentials ? { credentials } : {}),
+    };
+    const ctx = { host, sqs: c.sqs, streams: c.streams, kafka, region, clock, registryAccess };
     return factories.find((f) => f.kind === m.kind)?.create(m, ctx);
   };
   for (const m of app.mappings) {

@@ -14,6 +14,7 @@ import type { CfnResource } from "../runtime/cloudAssembly.ts";
 import type { Materialised, MaterialiseState, ResourceMaterialiser } from "../runtime/materialiseState.ts";
 import type { LocalEventSourceMapping } from "../runtime/model.ts";
 import type { AuthzRequest } from "./iam/iamEvaluator.ts";
+import type { RegistryAccess } from "./kafka/schemaRegistry.ts";
 import type { FunctionHost } from "./lambda/functionHost.ts";
 import type { EventSource } from "./sqs/eventSource.ts";
 
@@ -55,6 +56,8 @@ export interface MappingContext {
   readonly kafka: Kafka | undefined;
   readonly region: string;
   readonly clock: { readonly now?: () => number };
+  /** How the mapping reaches a schema registry (a Kafka mapping's `SchemaRegistryConfig`), as its function. */
+  readonly registryAccess: RegistryAccess;
 }
 
 /** Starts one kind of event source mapping; `undefined` when the service it reads is not there. */

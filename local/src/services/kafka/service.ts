@@ -8,15 +8,20 @@ import { at, moveOf, object, text } from "../../console/route.ts";
 import { eventSourceOf, type LocalService } from "../localService.ts";
 import { kafkaEventSource } from "./eventSource.ts";
 import { isCustomTopic, materialiseCustomTopic, materialiseMskTopic } from "./materialise.ts";
+import { mappingDeserializer } from "./schemaRegistry.ts";
 
 export const kafkaService: LocalService = {
   name: "kafka",
   resources: { "AWS::MSK::Topic": materialiseMskTopic },
   customResources: [{ matches: isCustomTopic, materialise: materialiseCustomTopic }],
   eventSources: [
-    eventSourceOf("kafka", (m, ctx) =>
-      ctx.kafka ? kafkaEventSource(m, ctx.host, ctx.kafka, ctx.sqs, ctx.clock) : undefined,
-    ),
+    eventSourceOf("kafka", (m, ctx) => {
+      if (!ctx.kafka) return undefined;
+      const deserializer = m.schemaRegistry
+        ? mappingDeserializer(m.schemaRegistry, ctx.registryAccess)
+        : undefined;
+      return kafkaEventSource(m, ctx.host, ctx.kafka, ctx.sqs, ctx.clock, deserializer);
+    }),
   ],
   consoleRoutes: {
     reads: [
