@@ -11,7 +11,7 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import { createDedupStore, METRIC, TransientError } from "reliable-consumers";
-import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
+import { getKafkaProducer } from "reliable-consumers/kafka";
 import { createSqsClient, SQS_CONSUMER_DEFAULTS, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -19,6 +19,7 @@ import { z } from "zod";
 import { RecordTimeoutError } from "../../lib/core/errors.ts";
 import { createIdempotency } from "../../lib/dedup/idempotency.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
 import { packAttributes } from "../../lib/sqs/attributePacking.ts";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";

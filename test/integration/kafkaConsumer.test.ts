@@ -2,21 +2,20 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { logLevel } from "kafkajs";
 import { createDedupStore, PermanentError, TransientError } from "reliable-consumers";
 import {
-  createKafkaBatchProcessor,
-  createKafkaProducer,
   createRetryLadder,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  KafkaBatchIncompleteError,
-  type KafkaConsumerOptions,
   type KafkaRecordHandler,
   kafkaConsumer,
-  ladderTopics,
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable, toMskEvent } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MalformedRecordError } from "../../lib/core/errors.ts";
 import { type KafkaDeadLetter, readTopicToEnd } from "../../lib/dlq/kafkaDeadLetters.ts";
+import { KafkaBatchIncompleteError } from "../../lib/kafka/errors.ts";
+import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { createKafkaProducer } from "../../lib/kafka/producer.ts";
+import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,

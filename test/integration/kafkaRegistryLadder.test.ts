@@ -39,8 +39,6 @@ import {
   disconnectAllKafkaProducers,
   getKafkaProducer,
   glueRegistry,
-  writeConfluentFrame,
-  writeGlueFrame,
 } from "reliable-consumers/kafka";
 import { type LocalRuntime, startLocalRuntime } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -50,6 +48,7 @@ import {
   readTopicToEnd,
   replayKafkaDeadLetters,
 } from "../../lib/dlq/kafkaDeadLetters.ts";
+import { writeConfluentFrame, writeGlueFrame } from "../../lib/kafka/schemas/wireFormat.ts";
 import { dynamodb as ddbClient } from "../support/clients.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 import { type MotoServer, startMotoServer } from "../support/motoServer.ts";

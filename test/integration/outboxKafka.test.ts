@@ -1,11 +1,12 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import { logLevel } from "kafkajs";
-import { createKafkaProducer, disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
+import { disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
 import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKafkaProducer } from "../../lib/kafka/producer.ts";
 import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

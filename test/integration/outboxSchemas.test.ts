@@ -5,11 +5,11 @@ import {
   confluentRegistry,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  OUTBOX_SCHEMA_HEADER,
   readConfluentFrame,
 } from "reliable-consumers/kafka";
 import type { NewOutboxEvent } from "reliable-consumers/outbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OUTBOX_SCHEMA_HEADER } from "../../lib/kafka/schemas/outboxSchemas.ts";
 import { resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
 import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";

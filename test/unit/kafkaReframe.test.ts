@@ -1,18 +1,14 @@
 import avsc from "avsc";
 import protobufjs from "protobufjs";
-import {
-  avro,
-  readKafkaEvent,
-  routedMessage,
-  type SchemaRegistry,
-  UnencodableValueError,
-  writeConfluentFrame,
-  writeGlueFrame,
-} from "reliable-consumers/kafka";
+import { avro, type SchemaRegistry } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { reframedForReplay, replayMessage } from "../../lib/dlq/replayMessage.ts";
 import { lambdaDecodedParts } from "../../lib/kafka/lambdaDecoded.ts";
+import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
 import { reframePart } from "../../lib/kafka/reframe.ts";
+import { routedMessage } from "../../lib/kafka/routedMessage.ts";
+import { UnencodableValueError } from "../../lib/kafka/schemas/errors.ts";
+import { writeConfluentFrame, writeGlueFrame } from "../../lib/kafka/schemas/wireFormat.ts";
 
 // Issue 34 item 1: what a registry mapping hands over (JSON, or SOURCE without the framing) is what
 // copies carry, said by a header; a replay frames it again for the main topic's mapping.

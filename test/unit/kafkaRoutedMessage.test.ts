@@ -1,6 +1,7 @@
-import { readKafkaEvent, routedMessage } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { replayMessage } from "../../lib/dlq/replayMessage.ts";
+import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
+import { routedMessage } from "../../lib/kafka/routedMessage.ts";
 
 const bytes = (s: string) => [...Buffer.from(s)];
 
