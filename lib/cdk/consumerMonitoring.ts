@@ -6,7 +6,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import * as sns from "aws-cdk-lib/aws-sns";
 import { Construct } from "constructs";
 import { METRIC } from "../observability/telemetry.ts";
-import type { ConsumerFunctionBase } from "./consumerFunction.ts";
+import type { ConsumerFunctionBase } from "./consumerFunctionBase.ts";
 import type { QueueWithDlq } from "./queueWithDlq.ts";
 
 /** Props of `ConsumerMonitoring`. */

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Annotations, Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
@@ -10,8 +10,8 @@ import {
   DEDUP_TTL_ATTRIBUTE,
 } from "../dedup/schema.ts";
 import { LAMBDA_ENV } from "../env.ts";
-import type { ConsumerFunctionBase } from "./consumerFunction.ts";
-import { dedupWindowValidation, type RetryPath } from "./rules.ts";
+import type { ConsumerFunctionBase } from "./consumerFunctionBase.ts";
+import { dedupWindowValidation, type RetryPath } from "./rules/dedupRules.ts";
 
 /** Props of `DedupTable`. */
 export interface DedupTableProps {
@@ -32,36 +32,24 @@ export interface DedupTableProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
+/** Options of `DedupTable.fromTable`. */
+export interface ImportedDedupTableOptions {
+  /** As `DedupTableProps.window`: the TTL consumers write, checked against their retry paths. @default DEDUP_DEFAULTS.windowSeconds (30 days) */
+  readonly window?: Duration;
+}
+
 /**
- * The idempotency table: `PAY_PER_REQUEST`, keyed and expired by the attribute names of
- * `lib/dedup/schema.ts`. Consumers that use it declare their retry paths; synth fails when the
- * window is not longer than all of them.
+ * What every dedup table offers, built here or imported: consumers that deduplicate on it
+ * (`addConsumer`), the grant of the dedup store's operations, and the dedup window rule (synth
+ * fails when the window is not longer than every consumer's retry path).
  */
-export class DedupTable extends Construct {
-  readonly table: dynamodb.Table;
-  readonly window: Duration;
-  /** What `ConsumerFunction.useDedupWindow` sets, so a consumer writes the window synth checks. */
-  readonly windowEnvironment: Readonly<Record<string, string>>;
+export abstract class DedupTableBase extends Construct {
+  abstract readonly table: dynamodb.ITable;
+  abstract readonly window: Duration;
   private readonly retryPaths: Array<() => RetryPath> = [];
 
-  constructor(scope: Construct, id: string, props: DedupTableProps = {}) {
+  protected constructor(scope: Construct, id: string) {
     super(scope, id);
-    this.window = props.window ?? Duration.seconds(DEDUP_DEFAULTS.windowSeconds);
-    this.table = new dynamodb.Table(this, "Table", {
-      ...(props.tableName ? { tableName: props.tableName } : {}),
-      partitionKey: { name: DEDUP_PARTITION_KEY, type: dynamodb.AttributeType.STRING },
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      timeToLiveAttribute: DEDUP_TTL_ATTRIBUTE,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: props.pointInTimeRecovery ?? true },
-      ...(props.encryptionKey
-        ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
-        : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
-      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
-    });
-    this.windowEnvironment = {
-      [LAMBDA_ENV.dedupTableName]: this.table.tableName,
-      [LAMBDA_ENV.dedupWindowSeconds]: String(this.window.toSeconds()),
-    };
     this.node.addValidation(
       dedupWindowValidation(
         this.node.path,
@@ -73,6 +61,14 @@ export class DedupTable extends Construct {
 
   get tableName(): string {
     return this.table.tableName;
+  }
+
+  /** What `ConsumerFunction.useDedupWindow` sets, so a consumer writes the window synth checks. */
+  get windowEnvironment(): Readonly<Record<string, string>> {
+    return {
+      [LAMBDA_ENV.dedupTableName]: this.table.tableName,
+      [LAMBDA_ENV.dedupWindowSeconds]: String(this.window.toSeconds()),
+    };
   }
 
   /**
@@ -90,10 +86,7 @@ export class DedupTable extends Construct {
    */
   addConsumer(consumer: ConsumerFunctionBase): void {
     this.grantDedup(consumer.function);
-    consumer
-      .addEnvironment(LAMBDA_ENV.dedupTableName, this.tableName)
-      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.window.toSeconds()))
-      .useDedupWindow(this);
+    consumer.useDedupWindow(this);
   }
 
   /** Exactly the dedup store's operations (`DEDUP_TABLE_ACTIONS`), on this table only. */
@@ -105,5 +98,64 @@ export class DedupTable extends Construct {
     });
     this.table.encryptionKey?.grantEncryptDecrypt(grantee);
     return grant;
+  }
+}
+
+/**
+ * The idempotency table: `PAY_PER_REQUEST`, keyed and expired by the attribute names of
+ * `lib/dedup/schema.ts`. Consumers that use it declare their retry paths; synth fails when the
+ * window is not longer than all of them. `DedupTable.fromTable` takes a table made elsewhere.
+ */
+export class DedupTable extends DedupTableBase {
+  /**
+   * A dedup table made elsewhere (`dynamodb.Table.fromTableName`, another stack): the same
+   * consumers, grants and window rule. Its key schema and TTL cannot be read at synth: the table
+   * must have the partition key `pk` (S) and TTL on `expiresAt` (`DEDUP_TABLE` in the library),
+   * which synth says as a warning. A table imported without its key (`fromTableName`) gets no
+   * `kms:` grant: import it with `encryptionKey` when it has a customer-managed key.
+   */
+  static fromTable(
+    scope: Construct,
+    id: string,
+    table: dynamodb.ITable,
+    options: ImportedDedupTableOptions = {},
+  ): DedupTableBase {
+    return new ImportedDedupTable(scope, id, table, options);
+  }
+
+  readonly table: dynamodb.Table;
+  readonly window: Duration;
+
+  constructor(scope: Construct, id: string, props: DedupTableProps = {}) {
+    super(scope, id);
+    this.window = props.window ?? Duration.seconds(DEDUP_DEFAULTS.windowSeconds);
+    this.table = new dynamodb.Table(this, "Table", {
+      ...(props.tableName ? { tableName: props.tableName } : {}),
+      partitionKey: { name: DEDUP_PARTITION_KEY, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: DEDUP_TTL_ATTRIBUTE,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: props.pointInTimeRecovery ?? true },
+      ...(props.encryptionKey
+        ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+  }
+}
+
+/** `DedupTable.fromTable`'s table. */
+class ImportedDedupTable extends DedupTableBase {
+  readonly table: dynamodb.ITable;
+  readonly window: Duration;
+
+  constructor(scope: Construct, id: string, table: dynamodb.ITable, options: ImportedDedupTableOptions) {
+    super(scope, id);
+    this.table = table;
+    this.window = options.window ?? Duration.seconds(DEDUP_DEFAULTS.windowSeconds);
+    Annotations.of(this).addWarningV2(
+      "reliable-consumers:dedupTable:importedSchema",
+      `imported dedup table: its key schema and TTL are not checked at synth; it must have the ` +
+        `partition key ${DEDUP_PARTITION_KEY} (S) and TTL on ${DEDUP_TTL_ATTRIBUTE}.`,
+    );
   }
 }

@@ -1,62 +1,47 @@
 /**
- * reliable-consumers/cdk: the constructs (consumer functions and their triggers, queues with DLQs,
- * the dedup and outbox tables, Kafka topics, monitoring), the synth rules as pure functions, the
- * environment-variable names the handlers read, and the retry-ladder helpers. See docs/cdk.md.
+ * reliable-consumers/cdk: the constructs (consumer functions and the triggers bound to them, queues
+ * with DLQs, the dedup and outbox tables, Kafka topics, monitoring), the error their rules throw at
+ * synth, and the environment-variable names the handlers read. See docs/cdk.md.
+ *
+ * The rules themselves (lib/cdk/rules/) are the constructs' own: a user meets them as a
+ * `ConsumerRuleError` with a stable `code`, or as a warning annotation.
  */
 
-export * from "../env.ts";
-export * from "./consumerFunction.ts";
-export * from "./consumerMonitoring.ts";
-export * from "./createdMskCluster.ts";
-export * from "./dedupTable.ts";
+export { LAMBDA_ENV, type LambdaEnvName, OUTBOX_ENV } from "../env.ts";
+export { ConsumerBundlingError, ConsumerFunction, type ConsumerFunctionProps } from "./consumerFunction.ts";
+export {
+  ConsumerFunctionBase,
+  type ConsumerOptions,
+  type DedupWindowOwner,
+  type IConsumerTrigger,
+  type TriggerRetryPath,
+} from "./consumerFunctionBase.ts";
+export {
+  ConsumerMonitoring,
+  type ConsumerMonitoringProps,
+  type QueueAlarmOptions,
+} from "./consumerMonitoring.ts";
+export { CreatedMskCluster, type CreatedMskClusterProps } from "./createdMskCluster.ts";
+export {
+  DedupTable,
+  DedupTableBase,
+  type DedupTableProps,
+  type ImportedDedupTableOptions,
+} from "./dedupTable.ts";
 export { BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
-export * from "./kafkaTopics.ts";
-export * from "./mskCluster.ts";
+export { KafkaTopics, type KafkaTopicsProps } from "./kafkaTopics.ts";
+export type { MskClusterKind, MskClusterRef } from "./mskCluster.ts";
 export type { MskSchemaRegistry, SchemaRegistryAccess } from "./mskSchemaRegistry.ts";
-export * from "./outboxTable.ts";
+export { type KafkaProvisionedPollers, MskTrigger, type MskTriggerOptions } from "./mskTrigger.ts";
+export {
+  OutboxTable,
+  type OutboxTableProps,
+  type PrebuiltOptions,
+  type RelayOptions,
+  type SweeperOptions,
+} from "./outboxTable.ts";
 export { grantPowertoolsTableRead } from "./powertoolsCutover.ts";
-export * from "./prebuiltFunction.ts";
-export {
-  PREBUILT_HANDLER,
-  PREBUILT_HANDLERS,
-  type PrebuiltHandlerName,
-  prebuiltHandlerCode,
-} from "./prebuiltHandlers.ts";
-export * from "./queueWithDlq.ts";
-export * from "./retryLadder.ts";
-// Not `export *`: the unit helpers (isKnown, formatSeconds) are the constructs' own.
-export {
-  type ConsumerRuleCode,
-  ConsumerRuleError,
-  checkDedupWindow,
-  checkKafkaMapping,
-  checkMskTrigger,
-  checkQueueName,
-  checkQueueWithDlq,
-  checkRelayParallelization,
-  checkSqsTrigger,
-  checkVisibilityTimeout,
-  dedupWindowValidation,
-  defaultKafkaRetryAttempts,
-  KAFKA_RETRY_BUDGET,
-  type KafkaLadderStage,
-  type KafkaMappingCheck,
-  kafkaRetryPathSeconds,
-  kafkaWaitHandBacks,
-  MAX_RECEIVE_COUNT,
-  MAX_VISIBILITY_TIMEOUT_SECONDS,
-  MIN_FIFO_RECEIVE_COUNT,
-  MSK_TRIGGER_LIMITS,
-  type MskTriggerCheck,
-  type ProvisionedPollers,
-  type QueueCheck,
-  type RetryPath,
-  requiredVisibilityTimeoutSeconds,
-  SQS_RETENTION_SECONDS,
-  SQS_TRIGGER_LIMITS,
-  type SqsRetryPathInput,
-  type SqsTriggerCheck,
-  sqsRetryPathSeconds,
-  VISIBILITY_TIMEOUT_FACTOR,
-  type VisibilityCheck,
-} from "./rules.ts";
+export { QueueWithDlq, type QueueWithDlqProps } from "./queueWithDlq.ts";
+export { type KafkaTopicSpec, ladderTopics, type RetryLadderDeclaration } from "./retryLadder.ts";
+export { type ConsumerRuleCode, ConsumerRuleError } from "./rules/ruleError.ts";
+export { SqsTrigger, type SqsTriggerOptions, type SqsTriggerQueue } from "./sqsTrigger.ts";

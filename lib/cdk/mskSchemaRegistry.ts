@@ -4,7 +4,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { ConfluentSchemaRegistry, GlueSchemaRegistry } from "aws-cdk-lib/aws-lambda-event-sources";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import { CONFLUENT_REGISTRY_ENV, GLUE_REGISTRY_ENV, SCHEMA_REGISTRY_ENV } from "../kafka/schemas/env.ts";
-import { ConsumerRuleError } from "./rules.ts";
+import { ConsumerRuleError } from "./rules/ruleError.ts";
 
 /**
  * The MSK trigger's own schema-registry integration (the event source mapping's

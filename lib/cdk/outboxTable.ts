@@ -17,10 +17,11 @@ import {
   OUTBOX_STREAM_FILTER_PATTERN,
   OUTBOX_TTL_ATTRIBUTE,
 } from "../outbox/schema.ts";
-import { ConsumerFunctionBase, type DedupWindowOwner } from "./consumerFunction.ts";
+import { ConsumerFunctionBase, type DedupWindowOwner } from "./consumerFunctionBase.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
 import { PrebuiltFunction, type PrebuiltFunctionProps } from "./prebuiltFunction.ts";
-import { checkRelayParallelization, dedupWindowValidation, type RetryPath } from "./rules.ts";
+import { dedupWindowValidation, type RetryPath } from "./rules/dedupRules.ts";
+import { checkRelayParallelization } from "./rules/outboxRules.ts";
 
 /** Props of `OutboxTable`. */
 export interface OutboxTableProps {

@@ -3,7 +3,8 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
-import { ConsumerFunctionBase, type ConsumerOptions, consumerEnvironment } from "./consumerFunction.ts";
+import { consumerEnvironment } from "./consumerFunction.ts";
+import { ConsumerFunctionBase, type ConsumerOptions } from "./consumerFunctionBase.ts";
 import { FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 import { PREBUILT_HANDLER, type PrebuiltHandlerName, prebuiltHandlerCode } from "./prebuiltHandlers.ts";
 

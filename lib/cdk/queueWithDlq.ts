@@ -5,17 +5,16 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { minimumHeartbeatVisibilitySeconds } from "../sqs/heartbeatDefaults.ts";
 import { SQS_LIMITS } from "../sqs/sqsLimits.ts";
+import { ConsumerRuleError, formatSeconds } from "./rules/ruleError.ts";
 import {
-  ConsumerRuleError,
   checkQueueName,
   checkQueueWithDlq,
   DLQ_NAME_SUFFIX,
   FIFO_NAME_SUFFIX,
-  formatSeconds,
   requiredVisibilityTimeoutSeconds,
   SQS_TRIGGER_LIMITS,
   sqsRetryPathSeconds,
-} from "./rules.ts";
+} from "./rules/sqsRules.ts";
 
 /** Props of `QueueWithDlq`. */
 export interface QueueWithDlqProps {

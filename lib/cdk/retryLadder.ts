@@ -1,4 +1,5 @@
-import { ConsumerRuleError, type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules.ts";
+import { type KafkaLadderStage, kafkaRetryPathSeconds } from "./rules/kafkaRules.ts";
+import { ConsumerRuleError } from "./rules/ruleError.ts";
 
 /**
  * One declaration of a Kafka consumer's retry ladder. The CDK creates the topics from it, and the

@@ -40,7 +40,7 @@ beforeAll(() => {
       templates.push({ file, template: stack.template as Template });
     }
   }
-}, 120_000);
+}, 400_000); // several whole-app syntheses with cdk-nag and cfn-guard, on a shared two-core machine
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("cfn-lint over every synthesized template", () => {

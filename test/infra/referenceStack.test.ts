@@ -1,11 +1,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
-import { LAMBDA_ENV, ladderRuntimeConfig } from "reliable-consumers/cdk";
+import { LAMBDA_ENV } from "reliable-consumers/cdk";
 import { beforeAll, describe, expect, it } from "vitest";
 import { REFERENCE_ENV } from "../../infra/referenceEnv.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
 import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
+import { ladderRuntimeConfig } from "../../lib/cdk/retryLadder.ts";
 import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import {

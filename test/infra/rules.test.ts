@@ -1,30 +1,33 @@
 import { App, Token } from "aws-cdk-lib";
-import {
-  ConsumerRuleError,
-  checkDedupWindow,
-  checkKafkaMapping,
-  checkMskTrigger,
-  checkQueueWithDlq,
-  checkSqsTrigger,
-  checkVisibilityTimeout,
-  deadLetterTopicName,
-  defaultKafkaRetryAttempts,
-  delayLabel,
-  encodeTopicConfigs,
-  kafkaRetryPathSeconds,
-  kafkaWaitHandBacks,
-  ladderRetryPathSeconds,
-  ladderRuntimeConfig,
-  ladderTopics,
-  requiredVisibilityTimeoutSeconds,
-  retryTopicName,
-  sqsRetryPathSeconds,
-} from "reliable-consumers/cdk";
+import { ConsumerRuleError, ladderTopics } from "reliable-consumers/cdk";
 import { ladderFromRuntimeConfig } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
-import { formatSeconds } from "../../lib/cdk/rules.ts";
+import { encodeTopicConfigs } from "../../lib/cdk/kafkaTopics.ts";
+import {
+  deadLetterTopicName,
+  delayLabel,
+  ladderRetryPathSeconds,
+  ladderRuntimeConfig,
+  retryTopicName,
+} from "../../lib/cdk/retryLadder.ts";
+import { checkDedupWindow } from "../../lib/cdk/rules/dedupRules.ts";
+import {
+  checkKafkaMapping,
+  checkMskTrigger,
+  defaultKafkaRetryAttempts,
+  kafkaRetryPathSeconds,
+  kafkaWaitHandBacks,
+} from "../../lib/cdk/rules/kafkaRules.ts";
+import { formatSeconds } from "../../lib/cdk/rules/ruleError.ts";
+import {
+  checkQueueWithDlq,
+  checkSqsTrigger,
+  checkVisibilityTimeout,
+  requiredVisibilityTimeoutSeconds,
+  sqsRetryPathSeconds,
+} from "../../lib/cdk/rules/sqsRules.ts";
 import { DEDUP_DEFAULTS } from "../../lib/dedup/schema.ts";
 import { planTopic, TopicShrinkError } from "../../lib/handlers/kafkaTopics/plan.ts";
 import {

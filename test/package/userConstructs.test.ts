@@ -11,10 +11,10 @@ import {
   ConsumerRuleError,
   DedupTable,
   OutboxTable,
-  PREBUILT_HANDLER,
   QueueWithDlq,
 } from "reliable-consumers/cdk";
 import { afterAll, describe, expect, it } from "vitest";
+import { PREBUILT_HANDLER } from "../../lib/cdk/prebuiltHandlers.ts";
 
 // The constructs with a user's code: a project of its own (not this repository), a function built
 // another way, and the prebuilt relay and sweeper with no function of the user's.
