@@ -27,7 +27,9 @@ function pastedCodeBlocks(markdown: string): string[] {
 
 /** `{@includeCode path#a,b}` tags: the path relative to the page, and the regions named. */
 function includes(markdown: string): Array<{ path: string; regions: string[] }> {
-  return [...markdown.matchAll(/\{@includeCode\s+([^\s#}]+)(?:#([^\s}]+))?\s*\}/g)].map((m) => ({
+  // A tag inside a code span is text about the tag (TypeDoc leaves it alone too).
+  const prose = markdown.replace(/`[^`\n]*`/g, "");
+  return [...prose.matchAll(/\{@includeCode\s+([^\s#}]+)(?:#([^\s}]+))?\s*\}/g)].map((m) => ({
     path: m[1]!,
     regions: m[2] ? m[2].split(",") : [],
   }));
@@ -56,6 +58,7 @@ describe("the pasted-code check itself", () => {
       "{}",
       "```",
       "{@includeCode ../examples/sqsQuickstart.ts#handler}",
+      "Write `{@includeCode ../examples/file.ts#region}` to include code.",
       "~~~typescript",
       "let y = 2;",
       "~~~",
