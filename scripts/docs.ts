@@ -14,7 +14,15 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { Application, type DocumentationEntryPoint, LogLevel } from "typedoc";
+import {
+  Application,
+  Comment,
+  CommentTag,
+  Converter,
+  type DocumentationEntryPoint,
+  LogLevel,
+  ReflectionKind,
+} from "typedoc";
 
 const root = join(import.meta.dirname, "..");
 
@@ -29,6 +37,9 @@ const PACKAGES = [".", "local"];
  * `npx reliable-consumers local` (lib/cli.ts).
  */
 const NOT_REFERENCE = new Set(["reliable-consumers-local/cli"]);
+
+/** The navigation's group of the entry points (typedoc.json's `groupOrder` places it). */
+const REFERENCE_GROUP = "API reference";
 
 /** One documented entry point: its import specifier and its source file. */
 export interface DocEntryPoint {
@@ -74,6 +85,13 @@ export async function buildDocs(out: string): Promise<number> {
       ...e,
       displayName: byFile.get(resolve(e.sourceFile.fileName)) ?? e.displayName,
     }));
+
+  // In the navigation, the entry points sit under "API reference" beside the guides, not "Modules".
+  app.converter.on(Converter.EVENT_CREATE_DECLARATION, (_context, reflection) => {
+    if (!reflection.kindOf(ReflectionKind.Module)) return;
+    reflection.comment ??= new Comment();
+    reflection.comment.blockTags.push(new CommentTag("@group", [{ kind: "text", text: REFERENCE_GROUP }]));
+  });
 
   const project = await app.convert();
   if (!project) return Math.max(1, app.logger.errorCount);
