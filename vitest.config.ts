@@ -44,7 +44,7 @@ const SQS_SIDE = [
  * (`NODE_OPTIONS=--conditions=...`) use the same condition; the built dist/ is tested from the
  * packed tarball (test/package).
  */
-const SOURCE_CONDITION = "reliable-consumers-source";
+export const SOURCE_CONDITION = "reliable-consumers-source";
 
 export default defineConfig({
   // Not Vite's default server conditions: their "module" picks the AWS SDK's bundler-only dist-es.

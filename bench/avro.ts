@@ -17,7 +17,8 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
-import { avro, avroEncoder, confluentRegistry, createKafkaBatchProcessor } from "reliable-consumers/kafka";
+import { avro, avroEncoder, confluentRegistry } from "reliable-consumers/kafka";
+import { createKafkaBatchProcessor } from "../lib/kafka/kafkaBatchProcessor.ts";
 import { startConfluentStandIn } from "../test/support/confluentRegistryStandIn.ts";
 import { benchContext, noProducer, quietTelemetry } from "./kafkaStubs.ts";
 

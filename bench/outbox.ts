@@ -29,16 +29,11 @@ import type { DynamoDBStreamEvent } from "aws-lambda";
 import {
   disconnectAllKafkaProducers,
   getKafkaProducer,
+  type KafkaHeader,
   type KafkaProducer,
   kafkaConfigFromEnv,
 } from "reliable-consumers/kafka";
-import {
-  createInboxOutbox,
-  createOutboxPublisher,
-  createOutboxRelay,
-  OUTBOX_ATTR,
-  OUTBOX_STREAM_FILTER_PATTERN,
-} from "reliable-consumers/outbox";
+import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import {
   createAppTable,
@@ -47,6 +42,8 @@ import {
   deleteTable,
   startDynamoDbLocal,
 } from "reliable-consumers-local";
+import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
+import { OUTBOX_ATTR, OUTBOX_STREAM_FILTER_PATTERN } from "../lib/outbox/schema.ts";
 import {
   batchPutCeiling,
   fractionOf,
@@ -147,7 +144,15 @@ function auditSqs(sqs: ReturnType<typeof createSqsClient>, audit: () => Audit | 
 /** The shared producer, with the audit around each request. */
 function auditedKafka(audit: () => Audit | undefined): KafkaProducer {
   const ids = (batch: Parameters<KafkaProducer["sendBatch"]>[0]) =>
-    batch.flatMap((b) => b.messages.map((m) => String(m.headers?.["message-id"] ?? "")));
+    batch.flatMap((b) =>
+      b.messages.map((m) => {
+        const h = m.headers;
+        const id = Array.isArray(h)
+          ? (h as ReadonlyArray<KafkaHeader>).find((x) => x.name === "message-id")?.value
+          : (h as Readonly<Record<string, string | Buffer>> | undefined)?.["message-id"];
+        return String(id ?? "");
+      }),
+    );
   const real = () => getKafkaProducer();
   const sendBatch: KafkaProducer["sendBatch"] = async (batch) => {
     audit()?.starting(ids(batch));

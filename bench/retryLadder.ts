@@ -21,9 +21,9 @@ import {
   disconnectAllKafkaProducers,
   getKafkaProducer,
   kafkaConsumer,
-  ladderTopics,
 } from "reliable-consumers/kafka";
 import { createDeclaredTopics, startLocalKafkaTrigger } from "reliable-consumers-local";
+import { ladderTopics } from "../lib/kafka/retryLadder.ts";
 
 const DELAYS = ["1s", "3s"] as const;
 

@@ -1,7 +1,6 @@
 import { type AttributeValue, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { type Message, type MessageAttributeValue, SendMessageCommand } from "@aws-sdk/client-sqs";
-import { toOutboxItem } from "reliable-consumers/outbox";
-import { resolveNewEvent } from "../lib/outbox/outboxEvent.ts";
+import { resolveNewEvent, toOutboxItem } from "../lib/outbox/outboxEvent.ts";
 import { kafkaCases, sqsCases, wrongShapes } from "./badInputCorpus.ts";
 import { startChaosService } from "./chaosService.ts";
 import { CHAOS_ID, outboxOrderOnTopic } from "./invariants.ts";

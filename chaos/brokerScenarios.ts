@@ -1,8 +1,9 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type Admin, logLevel } from "kafkajs";
-import { createKafkaProducer, KafkaPublishTransientError } from "reliable-consumers/kafka";
+import { KafkaPublishTransientError } from "reliable-consumers/kafka";
 import { createInboxOutbox } from "reliable-consumers/outbox";
 import type { KafkaCluster } from "reliable-consumers-local";
+import { createKafkaProducer } from "../lib/kafka/producer.ts";
 import { type ChaosService, startChaosService } from "./chaosService.ts";
 import type { Expectation } from "./invariants.ts";
 import { createRng } from "./rng.ts";

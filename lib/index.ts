@@ -1,23 +1,19 @@
 /**
- * reliable-consumers: the public API. Handlers (`sqsConsumer`, `kafkaConsumer`), the dedup store,
- * the inbox/outbox, and the error types handlers throw. Deeper modules: `lib/sqs`, `lib/kafka`,
- * `lib/outbox`, `lib/dlq`.
+ * reliable-consumers: what every consumer shares. The record envelope your handler gets, the errors
+ * it throws (permanent or transient) and the typed errors bad input is parked with, the failure
+ * context a dead letter carries, the dedup store and its table, and the telemetry. The consumers
+ * are in `reliable-consumers/sqs` and `/kafka`, the inbox and outbox in `/outbox`, the dead-letter
+ * tooling in `/dlq`, the constructs in `/cdk`.
  */
 
-export type { Envelope, KeySource, RecordSource } from "./core/envelope.ts";
+export type { Envelope, RecordSource } from "./core/envelope.ts";
 export {
   ConsumerConfigError,
-  ConsumerError,
   classifyError,
   type ErrorKind,
-  HeldBackError,
-  InProgressElsewhereError,
   InvalidJsonError,
-  KeyReuseError,
-  LeaseLostError,
   MalformedRecordError,
   MissingIdError,
-  OutOfTimeError,
   PayloadTooLargeError,
   PermanentError,
   SchemaValidationError,
@@ -32,21 +28,7 @@ export {
   type DedupStoreOptions,
   type Lease,
 } from "./dedup/dedupStore.ts";
-export {
-  createIdempotency,
-  type DuplicateHandler,
-  type IdempotencyOptions,
-  type IdempotencySetting,
-} from "./dedup/idempotency.ts";
-export { DEDUP_ATTR, DEDUP_DEFAULTS, DEDUP_TTL_ATTRIBUTE, dedupPk } from "./dedup/schema.ts";
-export { KAFKA_CONSUMER_DEFAULTS } from "./kafka/kafkaBatchProcessor.ts";
-export { type KafkaConsumerConfig, kafkaBatchMiddleware, kafkaConsumer } from "./kafka/kafkaConsumer.ts";
-export { getKafkaProducer, type KafkaProducer } from "./kafka/producer.ts";
-export { createRetryLadder, ladderFromRuntimeConfig, type RetryLadder } from "./kafka/retryLadder.ts";
+export type { DuplicateHandler, IdempotencyOptions } from "./dedup/idempotency.ts";
+export type { PowertoolsCutoverOptions } from "./dedup/powertoolsCutover.ts";
+export { DEDUP_TABLE } from "./dedup/schema.ts";
 export { createTelemetry, METRIC, type Telemetry, type TelemetryOptions } from "./observability/telemetry.ts";
-export { createInboxOutbox, createOutboxRelay, createOutboxSweeper, withUnitOfWork } from "./outbox/index.ts";
-export { type BackoffPolicy, DEFAULT_BACKOFF } from "./sqs/backoff.ts";
-export { SQS_CONSUMER_DEFAULTS } from "./sqs/sqsBatchProcessor.ts";
-export { createSqsClient } from "./sqs/sqsClient.ts";
-export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./sqs/sqsConsumer.ts";
-export { SQS_ENVELOPE_DEFAULTS } from "./sqs/sqsEnvelope.ts";

@@ -28,6 +28,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
+import { createSqsClient } from "reliable-consumers/sqs";
 import {
   formatReport,
   kafkaSubstrateFromArgs,
@@ -36,7 +37,6 @@ import {
   startLocalRuntime,
   synthesize,
 } from "reliable-consumers-local";
-import { createSqsClient } from "../lib/sqs/sqsClient.ts";
 import {
   CONSOLE_ARGS,
   consoleForRuntime,

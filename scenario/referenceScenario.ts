@@ -8,9 +8,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Kafka } from "kafkajs";
+import { OUTBOX_TABLE } from "reliable-consumers/outbox";
 import type { KafkaMapping, LocalQueue, LocalRuntime, SqsMapping } from "reliable-consumers-local";
 import { queueDepth as queueDepthOf } from "reliable-consumers-local";
-import { OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "../lib/outbox/schema.ts";
 
 export interface ScenarioOptions {
   readonly messages: number;
@@ -220,11 +220,11 @@ export async function queueDepth(sqs: SQSClient, q: LocalQueue): Promise<number>
 /** Outbox events not yet published: the sparse pending GSI, every shard. */
 export async function pendingOutbox(ddb: DynamoDBClient, table: string): Promise<number> {
   let n = 0;
-  for (let s = 0; s < OUTBOX_DEFAULTS.pendingShards; s++) {
+  for (let s = 0; s < OUTBOX_TABLE.defaults.pendingShards; s++) {
     const out = await ddb.send(
       new QueryCommand({
         TableName: table,
-        IndexName: OUTBOX_PENDING_INDEX,
+        IndexName: OUTBOX_TABLE.pendingIndex.name,
         KeyConditionExpression: "#p = :s",
         ExpressionAttributeNames: { "#p": "pending" },
         ExpressionAttributeValues: { ":s": { S: String(s) } },

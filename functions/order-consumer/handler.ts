@@ -1,7 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { createTelemetry } from "reliable-consumers";
+import { createTelemetry, PermanentError } from "reliable-consumers";
 import { createInboxOutbox, withUnitOfWork } from "reliable-consumers/outbox";
-import { PermanentError, sqsConsumer } from "reliable-consumers/sqs";
+import { sqsConsumer } from "reliable-consumers/sqs";
 import { Order } from "./order.ts";
 
 /** The same order id arrived again with different contents: a business conflict, not a retry. */

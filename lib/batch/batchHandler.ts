@@ -6,6 +6,7 @@
 import middy, { type MiddlewareObj, type MiddyfiedHandler } from "@middy/core";
 import type { Context } from "aws-lambda";
 import { createTelemetry, type Telemetry, type TelemetryOptions } from "../observability/telemetry.ts";
+import { LAMBDA_DEADLINE } from "./lambdaDeadline.ts";
 
 /** A Telemetry as given, or one made from its options. */
 export const telemetryOf = (given: Telemetry | TelemetryOptions | undefined): Telemetry =>
@@ -35,13 +36,18 @@ export function batchMiddleware<E, A>(
   return { before, after: publish, onError: publish };
 }
 
-/** The Middy handler: the batch middleware, then the per-batch function with the handler's abort signal. */
+/**
+ * The Middy handler: the batch middleware, then the per-batch function with the handler's abort
+ * signal. Middy's early timeout is set to `LAMBDA_DEADLINE.middyEarlyMs`, the value the batch's
+ * deadlines (`lambdaDeadline.ts`) answer before: it stays a last resort (it fails the batch whole)
+ * that leaves the onError middlewares time to publish the metrics.
+ */
 export function batchHandler<E, A>(
   middleware: MiddlewareObj<E, A, Error, Context>,
   process: (event: E, context: Context, signal: AbortSignal) => Promise<A>,
 ): MiddyfiedHandler<E, A, Error, Context> {
   return (
-    middy<E, A, Error, Context>()
+    middy<E, A, Error, Context>({ timeoutEarlyInMillis: LAMBDA_DEADLINE.middyEarlyMs })
       .use(middleware)
       // Middy 7 passes its abort signal (aborted just before the Lambda's time is up) to the handler.
       .handler((event, context, { signal }) => process(event, context, signal))

@@ -5,17 +5,18 @@
  */
 
 import type { Envelope } from "../core/envelope.ts";
-import { InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
+import { DeliveryInProgressError, InProgressElsewhereError, LeaseLostError } from "../core/errors.ts";
 import { keepLease, renewIfAged } from "../core/leaseKeeper.ts";
 import type { DedupStore, Lease } from "../dedup/dedupStore.ts";
 import type { ClaimAnswer, RecordPlan } from "./batchPlan.ts";
+import { beforeDeadline } from "./lambdaDeadline.ts";
 
 export interface ClaimDeps {
   readonly dedup: DedupStore;
   readonly payloadHashOf: (envelope: Envelope) => string | undefined;
   readonly now: () => number;
-  /** The claim's holder (`ClaimOptions.holder`): Kafka gives the record's coordinates. @default none */
-  readonly holderOf?: (envelope: Envelope) => string | undefined;
+  /** The claim's delivery (`ClaimOptions.delivery`): Kafka gives the record's coordinates. @default none */
+  readonly deliveryOf?: (envelope: Envelope) => string | undefined;
 }
 
 /** What a record may do once its claim is in. */
@@ -24,7 +25,10 @@ export type ClaimVerdict =
   | { readonly kind: "duplicate"; readonly storedResult: string | undefined }
   /** This delivery was routed on before (a redelivery of a record already on a retry topic or the DLQ). */
   | { readonly kind: "routed"; readonly route: string }
-  /** Another invocation holds the key; `retryAtMs` is when its lease ends, when known. */
+  /**
+   * Another invocation holds the key; `retryAtMs` is when its lease ends, when known. The error is
+   * a DeliveryInProgressError when it holds it under this very delivery (`ClaimResult.sameDelivery`).
+   */
   | { readonly kind: "held"; readonly error: InProgressElsewhereError; readonly retryAtMs?: number }
   | { readonly kind: "failed"; readonly error: unknown };
 
@@ -34,9 +38,13 @@ function claimOf(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimAnswer> {
   if (!plan.decoded.ok) throw new TypeError("only a decoded record can be claimed");
   const envelope = plan.decoded.envelope;
   const payloadHash = deps.payloadHashOf(envelope);
-  const holder = deps.holderOf?.(envelope);
+  const delivery = deps.deliveryOf?.(envelope);
   return deps.dedup
-    .claim(envelope.id, { ...(payloadHash ? { payloadHash } : {}), ...(holder ? { holder } : {}) })
+    .claim(envelope.id, {
+      ...(payloadHash ? { payloadHash } : {}),
+      ...(delivery ? { delivery } : {}),
+      envelope,
+    })
     .then(
       (claim): ClaimAnswer => {
         if (claim.status === "claimed")
@@ -66,7 +74,9 @@ export async function takeClaim(plan: AnyPlan, deps: ClaimDeps): Promise<ClaimVe
   if (claim.status === "in-progress") {
     return {
       kind: "held",
-      error: new InProgressElsewhereError(`'${id}' is being processed by another invocation`),
+      error: claim.sameDelivery
+        ? new DeliveryInProgressError(`this delivery of '${id}' is being processed by another invocation`)
+        : new InProgressElsewhereError(`'${id}' is being processed by another invocation`),
       retryAtMs: claim.leaseExpiresAtMs,
     };
   }
@@ -147,8 +157,12 @@ export async function runWithLease(
   if (!deps || !held) return outcome;
   const lease = keeper?.current() ?? held.lease;
   plan.lease = undefined;
-  if (outcome.ok) plan.completion = deps.dedup.complete(lease, hooks.resultToStore(outcome.result));
-  else if (hooks.keepOnFailure) plan.lease = { lease, grantedMs: held.grantedMs };
+  if (outcome.ok) {
+    plan.completion = deps.dedup.complete(lease, hooks.resultToStore(outcome.result));
+    // Awaited by `settleCompletions`, unless the record was abandoned at the cut-off and finished
+    // later: then nobody awaits it, and its failure must not become an unhandled rejection.
+    plan.completion.catch(() => undefined);
+  } else if (hooks.keepOnFailure) plan.lease = { lease, grantedMs: held.grantedMs };
   else await deps.dedup.release(lease).catch(hooks.onReleaseError);
   return outcome;
 }
@@ -173,15 +187,20 @@ export async function releaseUnused<P extends AnyPlan>(
   );
 }
 
-/** Waits for every completion; returns the records whose completion failed, with why. */
+/**
+ * Waits for every completion, until `deadline` aborts at the latest; returns the records whose
+ * completion failed or did not answer in time, with why.
+ */
 export async function settleCompletions<P extends AnyPlan>(
   plans: ReadonlyArray<P>,
   dedup: DedupStore | undefined,
+  deadline?: AbortSignal,
 ): Promise<Array<{ plan: P; error: unknown }>> {
   const pending = plans.filter((p) => p.completion);
   if (!dedup || pending.length === 0) return [];
-  await dedup.flush().catch(() => undefined);
-  const settled = await Promise.allSettled(pending.map((p) => p.completion));
+  const bounded = <T>(work: Promise<T>) => (deadline ? beforeDeadline(work, deadline) : work);
+  await bounded(dedup.flush()).catch(() => undefined);
+  const settled = await Promise.allSettled(pending.map((p) => bounded(p.completion!)));
   return settled.flatMap((r, k) => (r.status === "rejected" ? [{ plan: pending[k]!, error: r.reason }] : []));
 }
 
@@ -194,10 +213,10 @@ export async function settleCompletions<P extends AnyPlan>(
  */
 export async function claimUndecoded(
   plan: AnyPlan,
-  claim: { readonly key: string; readonly holder: string },
+  claim: { readonly key: string; readonly delivery: string },
   deps: ClaimDeps,
 ): Promise<{ readonly routed: string } | undefined> {
-  const result = await deps.dedup.claim(claim.key, { holder: claim.holder }).catch(() => undefined);
+  const result = await deps.dedup.claim(claim.key, { delivery: claim.delivery }).catch(() => undefined);
   if (result?.status === "routed") return { routed: result.route };
   if (result?.status === "claimed")
     plan.lease = { lease: result.lease, grantedMs: result.lease.expiresAtMs - deps.now() };

@@ -11,7 +11,7 @@ import type { DuplicateHandler, Idempotency } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import type { RecordPlan } from "./batchPlan.ts";
 import { runKeyed } from "./keyedScheduler.ts";
-import { lambdaDeadline } from "./lambdaDeadline.ts";
+import { lambdaDeadline, runReserveMs, type Timer } from "./lambdaDeadline.ts";
 import {
   type ClaimDeps,
   type ClaimVerdict,
@@ -62,8 +62,10 @@ export interface RejectDeps<R, T, E extends Envelope<T> = Envelope<T>>
     "claims" | "follow" | "recordsRoutes" | "recognised" | "onReleaseError"
   > {
   readonly reject: (plan: RecordPlan<R, T, E>, error: unknown) => RecordOutcome | Promise<RecordOutcome>;
-  /** The dedup key and holder its route is recorded under (Kafka: its coordinates). */
-  readonly undecodedClaimOf?: ((record: R) => { readonly key: string; readonly holder: string }) | undefined;
+  /** The dedup key and delivery its route is recorded under (Kafka: its coordinates). */
+  readonly undecodedClaimOf?:
+    | ((record: R) => { readonly key: string; readonly delivery: string })
+    | undefined;
 }
 
 const isRouted = (o: RecordOutcome) => o.kind === "done" && o.why === "routed";
@@ -159,11 +161,13 @@ export function openInvocation(
     readonly consumer: string | undefined;
     readonly idempotency: Idempotency;
     readonly now: () => number;
+    /** The settlement reserve (`settleReserveMs`), and the deadlines' timer (tests). */
+    readonly time: { readonly settleReserveMs: number; readonly timer?: Timer | undefined };
   },
   context: Context,
   lambdaSignal: AbortSignal | undefined,
 ) {
-  const { idempotency, now } = consumerDeps;
+  const { idempotency, now, time } = consumerDeps;
   const consumer = consumerDeps.consumer ?? context.functionName;
   const dedup = idempotency.storeFor(consumer);
   const claims: ClaimDeps | undefined = dedup && { dedup, payloadHashOf: idempotency.payloadHashOf, now };
@@ -179,7 +183,9 @@ export function openInvocation(
     dedup,
     claims,
     remainingMs,
-    deadline: lambdaDeadline(context, lambdaSignal),
+    /** The Lambda time left before the run deadline (`lambdaDeadline`), in ms. */
+    runRemainingMs: () => remainingMs() - runReserveMs(time.settleReserveMs),
+    deadline: lambdaDeadline(context, lambdaSignal, time),
   };
 }
 
@@ -209,7 +215,10 @@ export async function runPlans<P extends RecordPlan<unknown, unknown>>(
       // A record whose claim went ahead takes a slot once the claim is answered.
       ...(p.claim ? { ready: p.claim } : {}),
       run: async () => {
-        p.outcome ??= await options.run(p);
+        if (p.outcome) return p.outcome;
+        const outcome = await options.run(p);
+        // A record abandoned at the cut-off (`runBatch`) keeps the outcome it was given then.
+        p.outcome ??= outcome;
         return p.outcome;
       },
     })),

@@ -2,11 +2,13 @@
  * The batch runner both consumers are adapters of. It owns the stage order, once:
  *
  *   decode → plan (in-batch copies) → bad input up front (SQS) → claim ahead → run (keyed lanes,
- *   bounded concurrency, the time margin) → release unused claims → settle completions → after run
- *   (SQS: requeue; Kafka: produce) → record the routes (Kafka) → answer
+ *   bounded concurrency, the time margin, until the cut-off at the latest) → release unused claims
+ *   → settle completions → after run (SQS: requeue; Kafka: produce) → record the routes (Kafka) →
+ *   answer
  *
- * with the `finally` (watchers stopped, the deadline timer cleared), the deadline guard and the
- * telemetry of each stage. An adapter supplies only what differs (`BatchAdapter`). Per-invocation
+ * with the `finally` (watchers stopped; the deadline timers cleared once answered), the deadlines
+ * (`lambdaDeadline.ts`: everything after the run has its own reserve of Lambda time, and ends by the
+ * settlement deadline) and the telemetry of each stage. An adapter supplies only what differs (`BatchAdapter`). Per-invocation
  * state lives in the plans and in the adapter, both built per call: nothing is shared between
  * concurrent invocations.
  */
@@ -23,15 +25,11 @@ import {
 } from "../dedup/idempotency.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { decodeRecords, planBatch, type RecordPlan } from "./batchPlan.ts";
+import { beforeDeadline, type Timer } from "./lambdaDeadline.ts";
 import { claimAhead, releaseUnused, settleCompletions, settleLeases } from "./recordClaims.ts";
 import type { RecordOutcome } from "./recordOutcome.ts";
-import {
-  type Invocation,
-  openInvocation,
-  runPlannedRecord,
-  runPlans,
-  runRejectedRecord,
-} from "./recordRun.ts";
+import { type Invocation, openInvocation } from "./recordRun.ts";
+import { recordRunner, runUntilCutOff } from "./runPhase.ts";
 
 /** What a handler gets beside the envelope: the same three things in every consumer. */
 export interface BatchRecordContext<R> {
@@ -76,14 +74,14 @@ export interface BatchAdapter<R, T, E extends Envelope<T>, A> {
   readonly follow?: (plan: RecordPlan<R, T, E>) => RecordOutcome | undefined;
   /**
    * Where a routed record went, once its copy is durable (after `afterRun`); recorded in its dedup
-   * record under its claim's holder, so that its redelivery is recognised (`recognised`) instead
+   * record under its claim's delivery, so that its redelivery is recognised (`recognised`) instead
    * of being run or routed twice. Absent: a routed record gives its lease back at once (SQS).
    */
   readonly routeOf?: (plan: RecordPlan<R, T, E>) => string | undefined;
   /** A redelivery whose claim says it was routed before (`routeOf` gave `route`). @default done("routed") */
   readonly recognised?: (plan: RecordPlan<R, T, E>, route: string) => RecordOutcome;
-  /** With `routeOf`: the dedup key and holder of a record that could not be decoded (Kafka: its coordinates). */
-  readonly undecodedClaimOf?: (record: R) => { readonly key: string; readonly holder: string };
+  /** With `routeOf`: the dedup key and delivery of a record that could not be decoded (Kafka: its coordinates). */
+  readonly undecodedClaimOf?: (record: R) => { readonly key: string; readonly delivery: string };
   /** Between the in-batch checks and the claim (Kafka: wait until a retry record is due). */
   readonly beforeClaim?: (plan: RecordPlan<R, T, E>, envelope: E) => Promise<RecordOutcome | undefined>;
   /** Which records to claim ahead in one go; absent: each record claims when it starts. */
@@ -108,6 +106,8 @@ export interface BatchSettings<R, T, E extends Envelope<T>> {
   readonly concurrency: number;
   /** Stop starting records when less Lambda time than this remains (ms). */
   readonly timeMarginMs: number;
+  /** Lambda time kept for what comes after the run (`lambdaDeadline`), in ms. */
+  readonly settleReserveMs: number;
   readonly now: () => number;
 }
 
@@ -119,6 +119,8 @@ export interface BatchConsumerOptions<T, C> {
   readonly dynamodbClient: DynamoDBClient;
   readonly telemetry: Telemetry;
   readonly now?: () => number;
+  /** Schedules the invocation's deadlines (tests give a clock they control). @default setTimeout */
+  readonly timer?: Timer;
 }
 
 /**
@@ -128,12 +130,17 @@ export interface BatchConsumerOptions<T, C> {
 export function createBatchConsumer<R, T, E extends Envelope<T>>(
   handler: BatchSettings<R, T, E>["handler"],
   options: BatchConsumerOptions<T, BatchRecordContext<R>>,
-  tuning: { readonly concurrency: number; readonly timeMarginMs: number },
+  tuning: {
+    readonly concurrency: number;
+    readonly timeMarginMs: number;
+    readonly settleReserveMs: number;
+  },
 ) {
   const env = readConsumerEnv();
   const now = options.now ?? Date.now;
   const idempotency = createIdempotency(options.idempotency, options.dynamodbClient, env);
-  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now };
+  const time = { settleReserveMs: tuning.settleReserveMs, timer: options.timer };
+  const consumerDeps = { consumer: options.consumer ?? env.consumerName, idempotency, now, time };
   const settings: BatchSettings<R, T, E> = {
     handler,
     idempotency,
@@ -141,6 +148,7 @@ export function createBatchConsumer<R, T, E extends Envelope<T>>(
     telemetry: options.telemetry,
     concurrency: tuning.concurrency,
     timeMarginMs: tuning.timeMarginMs,
+    settleReserveMs: tuning.settleReserveMs,
     now,
   };
   return {
@@ -159,84 +167,74 @@ export async function runBatch<R, T, E extends Envelope<T>, A>(
   invocation: Invocation,
 ): Promise<A> {
   const { telemetry } = settings;
-  const { context, dedup, claims, deadline } = invocation;
+  const { dedup, claims, deadline } = invocation;
   type Plan = RecordPlan<R, T, E>;
   const plans = planBatch<R, T, E>(
     records,
     await decodeRecords<R, T, E>(records, adapter.decode),
-    deadline.signal,
+    deadline.run,
   );
   const log = (message: string) => (p: Plan, error: unknown) =>
     telemetry.logger.warn(message, { ...adapter.describe(p.record), error: describeError(error) });
-  const run = {
-    claims,
-    idempotency: settings.idempotency,
-    telemetry,
-    handler: settings.handler,
-    contextOf: (p: Plan): BatchRecordContext<R> => ({ context, record: p.record, signal: p.signal }),
-    fail: adapter.fail,
-    onDuplicate: settings.onDuplicate,
-    beforeClaim: adapter.beforeClaim,
-    follow: adapter.follow,
-    recordsRoutes: adapter.routeOf !== undefined,
-    recognised: adapter.recognised,
-    reject: adapter.reject,
-    undecodedClaimOf: adapter.undecodedClaimOf,
-    keepAlive: adapter.keepLeases ?? true,
-    onRenewError: () => telemetry.count(METRIC.heartbeatErrors),
-    onReleaseError: log("could not release the dedup lease"),
-  };
-  const runRecord = async (p: Plan): Promise<RecordOutcome> =>
-    adapter.lead?.(p) ??
-    (p.decoded.ok
-      ? runPlannedRecord(p, p.decoded.envelope, run)
-      : runRejectedRecord(p, p.decoded.error, run));
-  // A routed record keeps its lease past the produce, to record its route with it.
-  const keptForRoute = (p: Plan) =>
-    run.recordsRoutes && p.outcome?.kind === "done" && p.outcome.why === "routed";
-
+  const runner = recordRunner(adapter, settings, invocation, log("could not release the dedup lease"));
+  const settle = withinSettlement(deadline.settle, telemetry);
   try {
     countBrokerIds(plans, telemetry);
     // Bad input settled up front is settled before anything waits for a slot.
     if (adapter.rejectUpFront)
-      await Promise.all(plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runRecord(p))));
+      await beforeDeadline(
+        Promise.all(
+          plans.map(async (p) => (p.outcome = p.decoded.ok ? undefined : await runner.runRecord(p))),
+        ),
+        deadline.settle,
+      );
     const starting = plans.filter((p) => !p.outcome && p.copy.kind === "first");
     const eligible = adapter.claimAhead;
     if (claims && eligible) claimAhead(starting, claims, (p) => p.decoded.ok && eligible(p));
     adapter.watch?.start(starting);
-    await runPlans(plans, {
-      laneOf: adapter.laneOf,
-      run: (p) => runRecord(p).finally(() => adapter.watch?.finished(p)),
-      concurrency: settings.concurrency,
-      canStart: () => invocation.remainingMs() > settings.timeMarginMs,
-      telemetry,
-      onBug: log("unexpected error"),
-    });
-    const unused = plans.filter((p) => !keptForRoute(p));
-    await releaseUnused(unused, dedup, log("could not release an unused dedup claim"));
-    // Completions are fenced and batched by the store: all of them land before we answer.
-    completionsFailed(await settleCompletions(plans, dedup), adapter.describe, telemetry);
-    await adapter.afterRun?.(plans);
+    await runUntilCutOff(plans, runner, { adapter, settings, invocation, onBug: log("unexpected error") });
+    // A routed record keeps its lease past the produce, to record its route with it; an abandoned
+    // one keeps it with its run.
+    const keptForRoute = (p: Plan) =>
+      runner.recordsRoutes && p.outcome?.kind === "done" && p.outcome.why === "routed";
+    const unused = plans.filter((p) => !keptForRoute(p) && !runner.abandoned.has(p));
+    await settle("release", releaseUnused(unused, dedup, log("could not release an unused dedup claim")));
+    // Completions are fenced and batched by the store: all of them land before we answer, or are cut.
+    completionsFailed(await settleCompletions(plans, dedup, deadline.settle), adapter.describe, telemetry);
+    await settle("after the run", adapter.afterRun?.(plans));
     const released = log("could not release the dedup lease of a record not routed");
-    routesNotRecorded(
-      await settleLeases(plans, dedup, adapter.routeOf, released),
-      adapter.describe,
-      telemetry,
-    );
+    const kept = plans.filter((p) => !runner.abandoned.has(p));
+    const notRecorded = await settle("routes", settleLeases(kept, dedup, adapter.routeOf, released));
+    routesNotRecorded(notRecorded ?? [], adapter.describe, telemetry);
   } catch (error) {
     // Outside record processing: answer for what finished; the rest is never acked.
     telemetry.logger.error("batch processing failed outside a record", { error: describeError(error) });
-    await settleCompletions(plans, dedup).catch(() => undefined);
+    await settleCompletions(plans, dedup, deadline.settle).catch(() => undefined);
   } finally {
     // Before the answer: a heartbeat's extension landing after the retry visibilities would undo them.
-    await adapter.watch?.stop();
-    deadline.dispose();
+    await settle("watch", adapter.watch?.stop()).catch(() => undefined);
   }
   try {
+    // The adapter bounds the answer's own calls (retry visibilities) by the settlement deadline.
     return await adapter.answer(plans);
   } finally {
+    deadline.dispose();
     telemetry.count(METRIC.batchDurationMs, settings.now() - invocation.started);
   }
+}
+
+/**
+ * A stage after the run, ended by the settlement deadline: one cut there is counted and logged,
+ * and what it was for is not acked on its account (each adapter sets outcomes only on answers).
+ */
+function withinSettlement(deadline: AbortSignal, telemetry: Telemetry) {
+  return <W>(stage: string, work: Promise<W> | undefined): Promise<W | undefined> =>
+    beforeDeadline(work ?? Promise.resolve(undefined), deadline).catch((error: unknown) => {
+      if (!deadline.aborted || error !== deadline.reason) throw error;
+      telemetry.count(METRIC.settlementCut);
+      telemetry.logger.warn("settlement cut at its deadline", { stage });
+      return undefined;
+    });
 }
 
 /** The dedup key fell back to the broker's coordinates (catches only the broker's own redeliveries). */

@@ -186,7 +186,11 @@ export interface MskTriggerOptions {
    * @default per mapping, `defaultKafkaRetryAttempts`: those waits + 10
    */
   readonly retryAttempts?: number;
-  /** The mapping's own schema-registry integration (Glue or Confluent); see mskSchemaRegistry.ts. @default none */
+  /**
+   * The main topic's mapping's own schema-registry integration (Glue or Confluent; the retry
+   * topics' mappings read the copies, which carry what the function got); see mskSchemaRegistry.ts.
+   * @default none
+   */
   readonly schemaRegistry?: MskSchemaRegistry;
 }
 
@@ -197,6 +201,10 @@ interface TriggerPath {
 }
 
 const DEFAULT_TIMEOUT = Duration.seconds(30);
+
+const MSK_MAPPING_REASON =
+  "An MSK event source mapping's pollers read the cluster's brokers (kafka:GetBootstrapBrokers) and create, " +
+  "describe and delete ENIs in its VPC; these actions take no resource (AWSLambdaMSKExecutionRole).";
 
 /**
  * A consumer: a Lambda function with trigger methods that encode the library's rules:
@@ -361,8 +369,9 @@ export abstract class ConsumerFunctionBase extends Construct {
           maxBatchingWindow: window,
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
-          // Every mapping: retry topics carry the original bytes and framing.
-          ...(registry ? { schemaRegistryConfig: registry.config } : {}),
+          // The main topic's only: a retry copy carries what the function got, which a registry
+          // mapping would refuse as DESERIALIZATION_ERROR (lib/kafka/lambdaDecoded.ts says why).
+          ...(registry && t.role === "main" ? { schemaRegistryConfig: registry.config } : {}),
           // A record that crashes the function (out of memory, a runtime crash, a timeout) is no
           // error the consumer can route. On every rung Lambda bisects to it, retries it a finite
           // number of times and writes it to the dead-letter topic itself, with its bytes (Lambda's
@@ -392,7 +401,10 @@ export abstract class ConsumerFunctionBase extends Construct {
     groupOf: (topic: string) => string,
   ): void {
     const consumed = topics.filter((t) => t.role !== "dead-letter");
+    // The mapping's own needs, whatever built the function (`fromFunction` too): Lambda checks the
+    // role for them when it creates the mapping.
     MskGrants.eventSourceMapping(this.function, cluster);
+    this.acknowledgeWildcardResource(MSK_MAPPING_REASON);
     MskGrants.consume(
       this.function,
       this,

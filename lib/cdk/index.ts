@@ -14,6 +14,7 @@ export * from "./kafkaTopics.ts";
 export * from "./mskCluster.ts";
 export type { MskSchemaRegistry, SchemaRegistryAccess } from "./mskSchemaRegistry.ts";
 export * from "./outboxTable.ts";
+export { grantPowertoolsTableRead } from "./powertoolsCutover.ts";
 export * from "./prebuiltFunction.ts";
 export {
   PREBUILT_HANDLER,
@@ -30,6 +31,7 @@ export {
   checkDedupWindow,
   checkKafkaMapping,
   checkMskTrigger,
+  checkQueueName,
   checkQueueWithDlq,
   checkRelayParallelization,
   checkSqsTrigger,

@@ -53,6 +53,20 @@ export const mskGroupArn = (scope: IConstruct, c: MskClusterRef, group: string) 
   childArn(scope, c.clusterArn, "group", group);
 
 /**
+ * The actions an MSK event source mapping needs of its function's role that take no resource
+ * (`MskGrants.eventSourceMapping`): the brokers, and the VPC networking of its pollers.
+ */
+const MSK_MAPPING_UNSCOPED_ACTIONS = [
+  "kafka:GetBootstrapBrokers",
+  "ec2:CreateNetworkInterface",
+  "ec2:DescribeNetworkInterfaces",
+  "ec2:DeleteNetworkInterface",
+  "ec2:DescribeVpcs",
+  "ec2:DescribeSubnets",
+  "ec2:DescribeSecurityGroups",
+] as const;
+
+/**
  * Least-privilege MSK IAM grants (`kafka-cluster:*` data-plane actions), scoped to the cluster,
  * topic and group ARNs. No wildcards.
  */
@@ -144,13 +158,24 @@ export const MskGrants = {
     );
   },
 
-  /** The control-plane reads a Lambda MSK event source mapping makes with the function's role. */
+  /**
+   * What a Lambda MSK event source mapping does with the function's role, besides consuming: read
+   * the cluster and its brokers, and reach its subnets through network interfaces. The Lambda
+   * developer guide ("Configuring Lambda permissions for Amazon MSK event source mappings") lists
+   * these as required, the AWSLambdaMSKExecutionRole managed policy holds them, and Lambda checks
+   * the role for them when the mapping is created. A function's VPC role (the
+   * AWSLambdaVPCAccessExecutionRole policy CDK attaches) has neither `ec2:DescribeVpcs` nor
+   * `ec2:DescribeSecurityGroups`. `kafka:GetBootstrapBrokers` and the EC2 actions have no
+   * resource-level permissions (IAM's service authorization reference), so they are granted on `*`
+   * (a grant scoped to the cluster would not allow them).
+   */
   eventSourceMapping(grantee: iam.IGrantable, c: MskClusterRef): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ["kafka:DescribeClusterV2", "kafka:GetBootstrapBrokers"],
-        resources: [c.clusterArn],
-      }),
+    const p = grantee.grantPrincipal;
+    p.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ["kafka:DescribeClusterV2"], resources: [c.clusterArn] }),
+    );
+    p.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: [...MSK_MAPPING_UNSCOPED_ACTIONS], resources: ["*"] }),
     );
   },
 };

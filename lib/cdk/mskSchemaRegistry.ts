@@ -69,7 +69,7 @@ function assertTlsRegistry(scope: Stack, url: string, path: string): void {
   }
 }
 
-/** The CDK schema-registry config for every mapping of the trigger, and the function's environment. */
+/** The CDK schema-registry config of the trigger's main mapping (its retry topics' have none), and the function's environment. */
 export function mskSchemaRegistryConfig(
   scope: Stack,
   path: string,

@@ -8,10 +8,10 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { OUTBOX_ENV } from "../env.ts";
 import {
   OUTBOX_ATTR,
   OUTBOX_DEFAULTS,
-  OUTBOX_ENV,
   OUTBOX_IAM_ACTIONS,
   OUTBOX_PENDING_INDEX,
   OUTBOX_STREAM_FILTER_PATTERN,

@@ -4,9 +4,13 @@ import type * as kms from "aws-cdk-lib/aws-kms";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { minimumHeartbeatVisibilitySeconds } from "../sqs/heartbeatDefaults.ts";
+import { SQS_LIMITS } from "../sqs/sqsLimits.ts";
 import {
   ConsumerRuleError,
+  checkQueueName,
   checkQueueWithDlq,
+  DLQ_NAME_SUFFIX,
+  FIFO_NAME_SUFFIX,
   formatSeconds,
   requiredVisibilityTimeoutSeconds,
   SQS_TRIGGER_LIMITS,
@@ -16,8 +20,9 @@ import {
 /** Props of `QueueWithDlq`. */
 export interface QueueWithDlqProps {
   /**
-   * The queue's name; the DLQ is `<name>-dlq` (`.fifo` is appended on FIFO queues). 1–75
-   * characters: letters, digits, `-`, `_`.
+   * The queue's name; the DLQ is `<name>-dlq` (`.fifo` is appended on FIFO queues). Letters,
+   * digits, `-`, `_`; at most 76 characters, 71 on a FIFO queue, so that the DLQ's name fits SQS's
+   * 80 too (checked at synth: `QueueNameTooLong`, `QueueNameInvalid`).
    * @default - a name unique to this construct's path (the DLQ's redrive-allow policy names the
    * queue's ARN, which a CloudFormation-generated name would make circular)
    */
@@ -111,6 +116,8 @@ export class QueueWithDlq extends Construct {
     this.dlqRetentionPeriod = props.dlqRetentionPeriod ?? Duration.days(14);
     this.plannedReplay = props.plannedReplay ?? Duration.seconds(0);
     this.visibilityHeartbeat = props.visibilityHeartbeat ?? false;
+    if (props.queueName !== undefined)
+      checkQueueName({ queueName: props.queueName, fifo: this.fifo, path: this.node.path });
     checkQueueWithDlq({
       fifo: this.fifo,
       maxReceiveCount: this.maxReceiveCount,
@@ -143,12 +150,20 @@ export class QueueWithDlq extends Construct {
     const encryption = props.encryptionKey
       ? { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: props.encryptionKey }
       : { encryption: sqs.QueueEncryption.SQS_MANAGED };
-    const suffix = this.fifo ? ".fifo" : "";
+    const suffix = this.fifo ? FIFO_NAME_SUFFIX : "";
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.DESTROY;
     // The DLQ admits only this queue (redrive-allow policy by queue). Naming the queue here keeps
     // its ARN known without a reference, which would be circular (the queue's redrive policy
     // references the DLQ).
-    const queueName = `${props.queueName ?? Names.uniqueResourceName(this, { maxLength: 75, separator: "-", allowedSpecialCharacters: "-_" })}${suffix}`;
+    // A generated name leaves the DLQ unnamed (CloudFormation names it), so it only has to fit
+    // itself with `.fifo`: 75 for both kinds, as it always was (a new length would rename queues).
+    const generated = () =>
+      Names.uniqueResourceName(this, {
+        maxLength: SQS_LIMITS.maxQueueNameLength - FIFO_NAME_SUFFIX.length,
+        separator: "-",
+        allowedSpecialCharacters: "-_",
+      });
+    const queueName = `${props.queueName ?? generated()}${suffix}`;
     const queueArn = Stack.of(this).formatArn({
       service: "sqs",
       resource: queueName,
@@ -156,7 +171,7 @@ export class QueueWithDlq extends Construct {
     });
 
     this.deadLetterQueue = new sqs.Queue(this, "Dlq", {
-      ...(props.queueName ? { queueName: `${props.queueName}-dlq${suffix}` } : {}),
+      ...(props.queueName ? { queueName: `${props.queueName}${DLQ_NAME_SUFFIX}${suffix}` } : {}),
       fifo: this.fifo || undefined,
       retentionPeriod: this.dlqRetentionPeriod,
       enforceSSL: true,

@@ -10,6 +10,7 @@
  */
 import { Token } from "aws-cdk-lib";
 import { minimumHeartbeatVisibilitySeconds } from "../sqs/heartbeatDefaults.ts";
+import { QUEUE_NAME_PATTERN, SQS_LIMITS } from "../sqs/sqsLimits.ts";
 
 /** The stable codes of `ConsumerRuleError`, one per rule. */
 export type ConsumerRuleCode =
@@ -20,6 +21,8 @@ export type ConsumerRuleCode =
   | "HeartbeatVisibilityTooShort"
   | "MaxReceiveCountOutOfRange"
   | "FifoReceiveHeadroomTooSmall"
+  | "QueueNameInvalid"
+  | "QueueNameTooLong"
   | "RetentionOutOfRange"
   | "DlqRetentionShorterThanQueue"
   | "SqsBatchSizeOutOfRange"
@@ -196,6 +199,55 @@ export const MAX_RECEIVE_COUNT = 1000;
  * contention, never having failed.
  */
 export const MIN_FIFO_RECEIVE_COUNT = 3;
+
+/** What `QueueWithDlq` appends to its queue's name to name the DLQ (before `.fifo`). */
+export const DLQ_NAME_SUFFIX = "-dlq";
+/** What SQS requires at the end of a FIFO queue's name. */
+export const FIFO_NAME_SUFFIX = ".fifo";
+
+/**
+ * The longest `queueName` a `QueueWithDlq` takes: its DLQ, `<name>-dlq` (`<name>-dlq.fifo` on FIFO),
+ * must fit SQS's 80 characters too. 76 on a standard queue, 71 on a FIFO one.
+ */
+export function maxQueueNameLength(fifo: boolean): number {
+  return SQS_LIMITS.maxQueueNameLength - DLQ_NAME_SUFFIX.length - (fifo ? FIFO_NAME_SUFFIX.length : 0);
+}
+
+/**
+ * Throws on a `queueName` SQS would refuse for the queue or for its DLQ (at deploy, otherwise):
+ * a character other than alphanumerics, `-` and `_`, or a DLQ name past 80 characters. A name that
+ * is a token is not checked. Checked rather than shortened: the DLQ keeps the name operators and
+ * the redrive tool look for, `<name>-dlq`, and the fix is a shorter name.
+ */
+export function checkQueueName(q: {
+  readonly queueName: string;
+  readonly fifo: boolean;
+  readonly path?: string;
+}): void {
+  const { queueName: name, fifo } = q;
+  if (Token.isUnresolved(name)) return;
+  const suffix = fifo ? FIFO_NAME_SUFFIX : "";
+  if (!QUEUE_NAME_PATTERN.test(name)) {
+    throw new ConsumerRuleError(
+      "QueueNameInvalid",
+      `queueName '${name}' may hold only letters, digits, '-' and '_' (SQS's rule)` +
+        (fifo && name.endsWith(FIFO_NAME_SUFFIX) ? "; leave out '.fifo': it is appended for you" : ""),
+      q.path,
+    );
+  }
+  const longest = maxQueueNameLength(fifo);
+  if (name.length > longest) {
+    const dlq = `${name}${DLQ_NAME_SUFFIX}${suffix}`;
+    throw new ConsumerRuleError(
+      "QueueNameTooLong",
+      `queueName '${name}' is ${name.length} characters: its DLQ '${dlq}' would be ${dlq.length}, over ` +
+        `SQS's ${SQS_LIMITS.maxQueueNameLength} for a queue name${fifo ? " ('.fifo' included)" : ""}. ` +
+        `Give a queueName of at most ${longest} characters${fifo ? " on a FIFO queue" : ""}, ` +
+        "or none (a unique name that fits is derived).",
+      q.path,
+    );
+  }
+}
 
 /** What `checkQueueWithDlq` checks. */
 export interface QueueCheck {

@@ -85,17 +85,46 @@ export class InProgressElsewhereError extends TransientError {
   override name = "InProgressElsewhereError";
 }
 
+/**
+ * This very delivery of the record (a Kafka offset) holds the lease on its key in another
+ * invocation: the same offset handed to two invocations at once, or one that died holding it (its
+ * lease ends within the lease length). Not another message: the record is handed back to its
+ * trigger to come again, never routed on as if it had been dealt with.
+ */
+export class DeliveryInProgressError extends InProgressElsewhereError {
+  override name = "DeliveryInProgressError";
+}
+
 /** Our lease was taken over (it expired and someone else claimed), so we may not complete. */
 export class LeaseLostError extends TransientError {
   override name = "LeaseLostError";
 }
 
 /**
- * There was not enough Lambda time left to start this record, or the Lambda ran out of time while
- * it ran (the reason its `signal` aborts with). The record is unfinished, not failed: it comes back.
+ * There was not enough Lambda time left to start this record. The record is unfinished, not
+ * failed: it comes back without using up an attempt.
  */
 export class OutOfTimeError extends TransientError {
   override name = "OutOfTimeError";
+}
+
+/**
+ * The record was still running at the run's deadline (the Lambda's time less the settlement
+ * reserve, `settleReserveMs`): the reason its `signal` aborts with. Unlike `OutOfTimeError` the
+ * record failed, as a timeout fails it: the attempt counts, so a record that always outruns the
+ * function ends in the dead-letter queue with its context instead of coming back forever.
+ */
+export class RecordTimeoutError extends TransientError {
+  override name = "RecordTimeoutError";
+}
+
+/**
+ * A settlement call (a completion, a requeue, a park, a visibility change, a produce) was cut at the
+ * settlement deadline, so that the batch answers before Middy's early timeout. Its outcome is
+ * unknown: the record it was for is not acked on its account.
+ */
+export class SettlementTimeoutError extends TransientError {
+  override name = "SettlementTimeoutError";
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   DynamoDBClient,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import type { Envelope } from "../core/envelope.ts";
 import { KeyReuseError, LeaseLostError } from "../core/errors.ts";
 import { createConsistentReader } from "./consistentReads.ts";
 import { decideRejectedClaim, type ExistingDedupRecord, type RejectedClaim } from "./dedupDecision.ts";
@@ -43,38 +44,57 @@ export interface Lease {
   readonly token: string;
   readonly expiresAtMs: number;
   readonly attempt: number;
-  /** The claim's `holder`, when it gave one. */
-  readonly holder?: string;
+  /** The claim's `delivery`, when it gave one. */
+  readonly delivery?: string;
 }
 
 /**
  * What a claim of a dedup key gives: a lease to run the effect, a duplicate (with its stored
- * result), or a key another holder is working on.
+ * result), or a key another claim is working on.
  */
 export type ClaimResult =
   | { readonly status: "claimed"; readonly lease: Lease }
   | { readonly status: "duplicate"; readonly result: string | undefined }
-  | { readonly status: "in-progress"; readonly leaseExpiresAtMs: number }
+  | {
+      readonly status: "in-progress";
+      readonly leaseExpiresAtMs: number;
+      /**
+       * The lease is held under this claim's own `delivery`: another invocation has the same
+       * delivery (a Kafka offset handed out twice at once), or one that died holding it left its
+       * lease. Either way it is no other message, and its lease ends by `leaseExpiresAtMs` unless
+       * a live holder renews it. @default false
+       */
+      readonly sameDelivery?: boolean;
+    }
   /**
-   * This holder's delivery of the key was routed on before (`recordRoute`): a redelivery of a
-   * record already sent to a retry topic or the DLQ, to be acked, neither run nor routed again.
-   * `route` is what `recordRoute` was given.
+   * This delivery of the key was routed on before (`recordRoute`): a redelivery of a record
+   * already sent to a retry topic or the DLQ, to be acked, neither run nor routed again. `route`
+   * is what `recordRoute` was given.
    */
   | { readonly status: "routed"; readonly route: string };
 
 export interface ClaimOptions {
   readonly payloadHash?: string;
   /**
-   * Who claims, when a second claim by the same holder can only come after the first one's
-   * invocation ended: a Kafka record's `topic:partition:offset` (Lambda hands a partition's records
-   * to one invocation at a time, and the same offset again only after that invocation returned,
-   * crashed or timed out). A claim finds the key IN_PROGRESS under its own holder only when that
-   * invocation died holding it (out of memory, a runtime crash, a timeout): it takes the lease over
-   * at once instead of waiting it out, so Lambda's retries see the crash again (and bisect, count
-   * and dead-letter it) instead of the record being routed away as "in progress elsewhere".
-   * @default - none: an unexpired lease is always someone else's
+   * Which delivery of the key claims it: a Kafka record's `topic:partition:offset`, which every
+   * redelivery of that record shares (a copy on a retry topic has its own). It is recorded with
+   * the lease and, once the delivery is routed on (`recordRoute`), in the key's routed set, so a
+   * redelivery of a routed record answers `routed`; and a lease found under it answers
+   * `in-progress` with `sameDelivery`.
+   *
+   * It never lets a claim take a live lease over. Lambda hands a partition's records to one
+   * invocation at a time as a rule, but AWS promises at-least-once delivery and nothing about
+   * concurrency (a poller rebalance can hand one offset to two invocations at once), so a live
+   * lease under the same delivery may be a running invocation: taking it over ran the effect twice
+   * (issue 34 item 10). The lease itself (its token) is the claim's alone.
+   * @default - none
    */
-  readonly holder?: string;
+  readonly delivery?: string;
+  /**
+   * The record the key was read from, for a store that looks beyond its own table (the Powertools
+   * cut-over, `powertoolsCutover.ts`); this store ignores it. @default - none
+   */
+  readonly envelope?: Envelope;
 }
 
 /** Fenced dedup leases on DynamoDB, scoped by consumer + key: claim, renew, complete, release. */
@@ -106,7 +126,7 @@ export interface DedupStore {
 }
 
 const n = (v: number): AttributeValue => ({ N: String(v) });
-const holderOf = (holder: string | undefined) => (holder ? { holder } : {});
+const deliveryOf = (delivery: string | undefined) => (delivery ? { delivery } : {});
 const s = (v: string): AttributeValue => ({ S: v });
 
 function parseExisting(item: Record<string, AttributeValue> | undefined): ExistingDedupRecord | undefined {
@@ -120,6 +140,7 @@ function parseExisting(item: Record<string, AttributeValue> | undefined): Existi
     result: item[A.result]?.S,
     routedBy: item[A.routedBy]?.SS,
     route: item[A.route]?.S,
+    delivery: item[A.holder]?.S,
   };
 }
 
@@ -128,7 +149,7 @@ function ownClaim(
   key: string,
   item: Record<string, AttributeValue> | undefined,
   tokens: ReadonlyArray<{ token: string; expiresAtMs: number }>,
-  holder: string | undefined,
+  delivery: string | undefined,
 ): ClaimResult | undefined {
   if (item?.[A.status]?.S !== "IN_PROGRESS") return undefined;
   const held = tokens.find((t) => t.token === item[A.leaseToken]?.S);
@@ -137,7 +158,7 @@ function ownClaim(
   const attempt = Number(item[A.attempts]?.N ?? 1);
   return {
     status: "claimed",
-    lease: { key, token: held.token, expiresAtMs: lease, attempt, ...holderOf(holder) },
+    lease: { key, token: held.token, expiresAtMs: lease, attempt, ...deliveryOf(delivery) },
   };
 }
 
@@ -165,21 +186,20 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
    */
   async function claimOnce(
     key: string,
-    { payloadHash, holder }: ClaimOptions,
+    { payloadHash, delivery }: ClaimOptions,
     mine?: { token: string; expiresAtMs: number },
   ): Promise<ClaimResult | "retry"> {
     const t = now();
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
     // Claimable when absent, past its TTL (TTL deletion lags by days), IN_PROGRESS with an expired
-    // lease, ROUTED (the copy it was sent on as claims it), or IN_PROGRESS under this very holder
-    // (its invocation died holding it; `ClaimOptions`); never by a holder that routed it before
-    // (`recordRoute`: its redelivery is answered `routed`). UpdateItem rather than PutItem: the same
-    // single conditional write, and it can count attempts.
+    // lease, or ROUTED (the copy it was sent on as claims it); never by a delivery that routed it
+    // before (`recordRoute`: its redelivery is answered `routed`), and never while a lease lives,
+    // whoever holds it (`ClaimOptions.delivery`). UpdateItem rather than PutItem: the same single
+    // conditional write, and it can count attempts.
     const hashGuard = payloadHash ? " AND (attribute_not_exists(#hash) OR #hash = :hash)" : "";
-    const sameHolder = holder ? " OR (#status = :inProgress AND #holder = :holder)" : "";
-    const notRoutedHere = holder ? " AND NOT contains(#routedBy, :holder)" : "";
-    const free = `(#status = :inProgress AND #lease < :nowMs) OR #status = :routed${sameHolder}`;
+    const notRoutedHere = delivery ? " AND NOT contains(#routedBy, :delivery)" : "";
+    const free = "(#status = :inProgress AND #lease < :nowMs) OR #status = :routed";
     // DynamoDB refuses redundant parentheses, so the group is wrapped only when it has guards.
     const claimable = hashGuard || notRoutedHere ? `((${free})${hashGuard}${notRoutedHere})` : free;
     try {
@@ -187,7 +207,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
         new UpdateItemCommand({
           TableName: tableName,
           Key: keyOf(key),
-          UpdateExpression: `SET #status = :inProgress, #token = :token, #lease = :lease, #exp = :exp, #attempts = if_not_exists(#attempts, :zero) + :one${payloadHash ? ", #hash = :hash" : ""}${holder ? ", #holder = :holder" : ""} REMOVE #result${holder ? "" : ", #holder"}`,
+          UpdateExpression: `SET #status = :inProgress, #token = :token, #lease = :lease, #exp = :exp, #attempts = if_not_exists(#attempts, :zero) + :one${payloadHash ? ", #hash = :hash" : ""}${delivery ? ", #holder = :delivery" : ""} REMOVE #result${delivery ? "" : ", #holder"}`,
           ConditionExpression: `attribute_not_exists(#pk) OR #exp < :nowSec OR ${claimable}`,
           ExpressionAttributeNames: {
             ...names,
@@ -195,7 +215,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
             "#attempts": A.attempts,
             "#result": A.result,
             "#holder": A.holder,
-            ...(holder ? { "#routedBy": A.routedBy } : {}),
+            ...(delivery ? { "#routedBy": A.routedBy } : {}),
             ...(payloadHash ? { "#hash": A.payloadHash } : {}),
           },
           ExpressionAttributeValues: {
@@ -209,19 +229,19 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
             ":nowSec": n(Math.floor(t / 1000)),
             ":nowMs": n(t),
             ...(payloadHash ? { ":hash": s(payloadHash) } : {}),
-            ...(holder ? { ":holder": s(holder) } : {}),
+            ...(delivery ? { ":delivery": s(delivery) } : {}),
           },
           ReturnValues: "UPDATED_NEW",
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),
       );
       const attempt = Number(out.Attributes?.[A.attempts]?.N ?? 1);
-      return { status: "claimed", lease: { key, token, expiresAtMs, attempt, ...holderOf(holder) } };
+      return { status: "claimed", lease: { key, token, expiresAtMs, attempt, ...deliveryOf(delivery) } };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const own = ownClaim(key, error.Item, [{ token, expiresAtMs }, ...(mine ? [mine] : [])], holder);
+      const own = ownClaim(key, error.Item, [{ token, expiresAtMs }, ...(mine ? [mine] : [])], delivery);
       if (own) return own;
-      return answerOf(key, decideRejectedClaim(parseExisting(error.Item), payloadHash, now(), holder));
+      return answerOf(key, decideRejectedClaim(parseExisting(error.Item), payloadHash, now(), delivery));
     }
   }
 
@@ -232,7 +252,11 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
       case "routed":
         return { status: "routed", route: decision.route };
       case "in-progress":
-        return { status: "in-progress", leaseExpiresAtMs: decision.leaseExpiresAtMs };
+        return {
+          status: "in-progress",
+          leaseExpiresAtMs: decision.leaseExpiresAtMs,
+          ...(decision.sameDelivery ? { sameDelivery: true } : {}),
+        };
       case "key-reuse":
         throw new KeyReuseError(
           `dedup key '${key}' in scope '${scope}' was already used for a different payload (hash ${decision.storedHash} ≠ ${decision.givenHash})`,
@@ -245,27 +269,27 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
   /** The common case, a key never seen: a PartiQL INSERT coalesced with other claims. */
   async function insertClaim(
     key: string,
-    { payloadHash, holder }: ClaimOptions,
+    { payloadHash, delivery }: ClaimOptions,
   ): Promise<ClaimResult | { fallback: { token: string; expiresAtMs: number } }> {
     const t = now();
     const token = randomUUID();
     const expiresAtMs = t + leaseMs;
     const hashField = payloadHash ? `, '${A.payloadHash}': ?` : "";
-    const holderField = holder ? `, '${A.holder}': ?` : "";
+    const deliveryField = delivery ? `, '${A.holder}': ?` : "";
     const r = await claims.execute({
       item: dedupPk(scope, key),
-      statement: `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}${holderField}}`,
+      statement: `INSERT INTO "${tableName}" VALUE {'${A.pk}': ?, '${A.status}': 'IN_PROGRESS', '${A.leaseToken}': ?, '${A.leaseExpiresAt}': ?, '${A.expiresAt}': ?, '${A.attempts}': 1${hashField}${deliveryField}}`,
       parameters: [
         s(dedupPk(scope, key)),
         s(token),
         n(expiresAtMs),
         n(Math.floor(t / 1000) + windowSeconds),
         ...(payloadHash ? [s(payloadHash)] : []),
-        ...(holder ? [s(holder)] : []),
+        ...(delivery ? [s(delivery)] : []),
       ],
     });
     if (r.ok)
-      return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1, ...holderOf(holder) } };
+      return { status: "claimed", lease: { key, token, expiresAtMs, attempt: 1, ...deliveryOf(delivery) } };
     // DuplicateItem (INSERT returns no old image) or anything else: the conditional update decides.
     return { fallback: { token, expiresAtMs } };
   }
@@ -282,14 +306,13 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     mine: { token: string; expiresAtMs: number } | undefined,
   ): Promise<ClaimResult> {
     const item = await read(keyOf(key));
-    const own = ownClaim(key, item, mine ? [mine] : [], options.holder);
+    const own = ownClaim(key, item, mine ? [mine] : [], options.delivery);
     if (own) return own;
     if (item) {
-      const decision = decideRejectedClaim(parseExisting(item), options.payloadHash, now(), options.holder);
-      // The holder of a live lease takes it over (its invocation died; `ClaimOptions.holder`).
-      const takeover =
-        decision.outcome === "in-progress" && options.holder && item[A.holder]?.S === options.holder;
-      const answer = takeover ? "retry" : answerOf(key, decision);
+      const answer = answerOf(
+        key,
+        decideRejectedClaim(parseExisting(item), options.payloadHash, now(), options.delivery),
+      );
       if (answer !== "retry") return answer;
     }
     return claimWithUpdate(key, options, mine);
@@ -355,7 +378,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     tableName,
 
     claim: (key, claimOptions = {}) =>
-      local.claim(key, claimOptions.holder, async () => {
+      local.claim(key, claimOptions.delivery, async () => {
         const result = await claimFromTable(key, claimOptions);
         known.add(key); // claimed, a duplicate or in progress: the item is there
         return result;
@@ -391,10 +414,10 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
     release,
 
     async recordRoute(lease, route) {
-      if (!lease.holder) return release(lease);
+      if (!lease.delivery) return release(lease);
       try {
         // One conditional write in place of the release's delete; ROUTED frees the key for the next
-        // holder (the copy), and the holder set keeps every routed delivery of it recognisable.
+        // delivery (the copy), and the routed set keeps every routed delivery of it recognisable.
         await client.send(
           new UpdateItemCommand({
             TableName: tableName,
@@ -411,7 +434,7 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
               ":routed": s("ROUTED"),
               ":route": s(route),
               ":exp": n(Math.floor(now() / 1000) + windowSeconds),
-              ":holder": { SS: [lease.holder] },
+              ":holder": { SS: [lease.delivery] },
               ":token": s(lease.token),
               ":inProgress": s("IN_PROGRESS"),
             },
@@ -469,43 +492,55 @@ export function createDedupStore(options: DedupStoreOptions): DedupStore {
 /** The claims of one container's invocations on one store, by key. */
 interface LocalClaims {
   /** Answers from this process when it can, else runs `fromTable` as the key's one claim here. */
-  claim(key: string, holder: string | undefined, fromTable: () => Promise<ClaimResult>): Promise<ClaimResult>;
+  claim(
+    key: string,
+    delivery: string | undefined,
+    fromTable: () => Promise<ClaimResult>,
+  ): Promise<ClaimResult>;
   renewed(lease: Lease): void;
   /** The lease was completed, released or lost: the table decides from now on. */
   drop(lease: Lease): void;
 }
 
 function createLocalClaims(now: () => number): LocalClaims {
-  const claiming = new Map<string, { claim: Promise<ClaimResult>; holder: string | undefined }>();
+  const claiming = new Map<string, { claim: Promise<ClaimResult>; delivery: string | undefined }>();
   const held = new Map<string, Lease>();
-  // What another claim here learnt holds for this one too, unless the two have different holders:
-  // the key may be this holder's own (a takeover) or this holder may have routed it before
-  // (`routedBy`), which only the table knows.
+  // What another claim here learnt holds for this one too, unless the two are different
+  // deliveries: this one may have routed the key before (`routedBy`), which only the table knows.
   const shared = (theirs: string | undefined, mine: string | undefined) =>
     mine === undefined || theirs === mine;
+  const inProgress = (leaseExpiresAtMs: number, theirs: string | undefined, mine: string | undefined) =>
+    ({
+      status: "in-progress",
+      leaseExpiresAtMs,
+      ...(mine !== undefined && theirs === mine ? { sameDelivery: true } : {}),
+    }) as const;
 
   return {
-    async claim(key, holder, fromTable) {
+    async claim(key, delivery, fromTable) {
       for (;;) {
         const lease = held.get(key);
         // A lease past its expiry proves nothing (its holder may be stuck): the table decides.
-        if (lease && lease.expiresAtMs > now() && shared(lease.holder, holder))
-          return { status: "in-progress", leaseExpiresAtMs: lease.expiresAtMs };
+        if (lease && lease.expiresAtMs > now() && shared(lease.delivery, delivery))
+          return inProgress(lease.expiresAtMs, lease.delivery, delivery);
         const first = claiming.get(key);
         if (!first) break;
         const result = await first.claim.catch(() => undefined);
-        // A duplicate is one for every holder.
+        // A duplicate is one for every delivery.
         if (result?.status === "duplicate") return result;
-        if (!shared(first.holder, holder)) continue;
+        if (!shared(first.delivery, delivery)) continue;
         // The other invocation won it: for this one the key is held elsewhere.
         if (result?.status === "claimed")
-          return { status: "in-progress", leaseExpiresAtMs: result.lease.expiresAtMs };
+          return inProgress(result.lease.expiresAtMs, first.delivery, delivery);
+        // Shared: its answer is this one's, but its delivery is not this one's when this one has none.
+        if (result?.status === "in-progress" && delivery === undefined)
+          return inProgress(result.leaseExpiresAtMs, undefined, undefined);
         if (result) return result;
         // Its claim failed, which proves nothing about the key: look again, then ask the table.
       }
       // No await between the check above and this set, so one claim per key is in flight here.
       const claim = fromTable();
-      claiming.set(key, { claim, holder });
+      claiming.set(key, { claim, delivery });
       try {
         const result = await claim;
         if (result.status === "claimed") held.set(key, result.lease);

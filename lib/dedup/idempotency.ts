@@ -4,6 +4,7 @@ import { type ConsumerEnv, readConsumerEnv } from "../core/consumerEnv.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { ConsumerConfigError } from "../core/errors.ts";
 import { createDedupStore, type DedupStore, type DedupStoreOptions } from "./dedupStore.ts";
+import { createPowertoolsCutover, type PowertoolsCutoverOptions } from "./powertoolsCutover.ts";
 
 /**
  * A consumer's idempotency settings. `tableName` defaults to `DEDUP_TABLE_NAME`, `windowSeconds`
@@ -19,6 +20,13 @@ export interface IdempotencyOptions extends Partial<Omit<DedupStoreOptions, "cli
    * did). @default false
    */
   readonly storeResult?: boolean;
+  /**
+   * Moving from Powertools' idempotency: during a window, a key this consumer is about to run is
+   * first looked up in Powertools' table, and one Powertools completed is not run again (one
+   * strongly consistent read per key new to our table, none once the window ends).
+   * See docs/migrating-from-powertools.md. @default - none
+   */
+  readonly powertoolsCutover?: PowertoolsCutoverOptions;
 }
 
 /**
@@ -70,6 +78,9 @@ export function createIdempotency(
       "idempotency needs a table: set the DEDUP_TABLE_NAME environment variable, or idempotency.tableName (or idempotency: false)",
     );
   }
+  const cutover =
+    options?.powertoolsCutover &&
+    createPowertoolsCutover(options.powertoolsCutover, client, options.now ?? Date.now);
   return {
     storeFor(defaultScope) {
       if (setting === false) return undefined;
@@ -85,6 +96,7 @@ export function createIdempotency(
           scope,
           client,
         });
+        if (cutover) store = cutover(store);
         stores.set(id, store);
       }
       return store;

@@ -14,11 +14,14 @@ export const DEDUP_ATTR = {
   payloadHash: "payloadHash",
   result: "result",
   attempts: "attempts",
-  /** Who holds the lease (a Kafka record's coordinates), when the claimant gave it. */
+  /**
+   * The delivery the lease is held under (a Kafka record's coordinates, `ClaimOptions.delivery`),
+   * when the claim gave one. It grants nothing: a live lease is never taken over.
+   */
   holder: "holder",
   /**
-   * The holders (a string set) whose delivery of this key was routed elsewhere (a Kafka retry
-   * topic or the DLQ) rather than processed: their redelivery is recognised, never run or routed again.
+   * The deliveries (a string set) of this key that were routed elsewhere (a Kafka retry topic or
+   * the DLQ) rather than processed: their redelivery is recognised, never run or routed again.
    */
   routedBy: "routedBy",
   /** Where the last routed delivery went (the consumer's own description, opaque to the store). */
@@ -30,8 +33,8 @@ export const DEDUP_PARTITION_KEY = DEDUP_ATTR.pk;
 export const DEDUP_TTL_ATTRIBUTE = DEDUP_ATTR.expiresAt;
 
 /**
- * `ROUTED`: the last holder did not process the key but sent it on (a retry topic, the DLQ); the
- * next copy (another holder) may claim it, the routed holders' redeliveries may not (`routedBy`).
+ * `ROUTED`: the last delivery did not process the key but sent it on (a retry topic, the DLQ); the
+ * next copy (another delivery) may claim it, the routed deliveries' redeliveries may not (`routedBy`).
  */
 export type DedupStatus = "IN_PROGRESS" | "COMPLETED" | "ROUTED";
 
@@ -59,6 +62,21 @@ export const DEDUP_DEFAULTS = {
   leaseMs: 30_000,
 } as const;
 
+/** The dedup table's partition key of `key` in `scope` (a consumer, or the scope it was given). */
 export function dedupPk(scope: string, key: string): string {
   return `${scope}#${key}`;
 }
+
+/**
+ * The dedup table's shape, for tools that read or create it (the local runtime, a dashboard): its
+ * partition key, TTL attribute (epoch seconds), the attributes of a record, the partition key of a
+ * key in a scope, and the defaults the store and the construct use. The store and `DedupTable`
+ * read the same names, so they cannot drift apart.
+ */
+export const DEDUP_TABLE = {
+  partitionKey: DEDUP_PARTITION_KEY,
+  ttlAttribute: DEDUP_TTL_ATTRIBUTE,
+  attributes: DEDUP_ATTR,
+  pk: dedupPk,
+  defaults: DEDUP_DEFAULTS,
+} as const;

@@ -2,7 +2,7 @@
  * reliable-consumers/dlq: inspect, filter and redrive the SQS DLQs and replay the Kafka
  * dead-letter topic from code (what `npx reliable-consumers dlq` does).
  */
-export * from "./filters.ts";
+export type { DeadLetterFilter, DeadLetterSummary, MoveProgress } from "./filters.ts";
 export {
   inspectKafkaDeadLetters,
   type KafkaDeadLetter,
@@ -11,14 +11,8 @@ export {
   type ReplayResult,
   readTopicToEnd,
   replayKafkaDeadLetters,
-  toDeadLetters,
 } from "./kafkaDeadLetters.ts";
-export {
-  type LambdaFailedRecord,
-  type LambdaFailureRecord,
-  readLambdaFailureRecord,
-} from "./lambdaFailureRecord.ts";
-export { replayMessage } from "./replayMessage.ts";
+export { type LambdaFailureRecord, readLambdaFailureRecord } from "./lambdaFailureRecord.ts";
 export {
   inspectSqsDeadLetters,
   type RedriveOptions,

@@ -6,6 +6,11 @@ import { createDedupStore, type DedupStore, type Lease } from "../dedup/dedupSto
 import { LAMBDA_ENV } from "../env.ts";
 import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "../kafka/config.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
+import type { RegistryFor } from "../kafka/reframe.ts";
+import { confluentRegistry } from "../kafka/schemas/confluentRegistry.ts";
+import { CONFLUENT_REGISTRY_ENV } from "../kafka/schemas/env.ts";
+import { glueRegistry } from "../kafka/schemas/glueRegistry.ts";
+import type { SchemaRegistry } from "../kafka/schemas/registry.ts";
 import { topicOffsets } from "../kafka/topicsWithLeaders.ts";
 import {
   type DeadLetterFilter,
@@ -16,7 +21,7 @@ import {
   summarise,
 } from "./filters.ts";
 import { lambdaFailureError, readLambdaFailureRecord } from "./lambdaFailureRecord.ts";
-import { replayMessage } from "./replayMessage.ts";
+import { reframedForReplay, replayMessage } from "./replayMessage.ts";
 
 export { replayMessage };
 
@@ -218,6 +223,12 @@ export interface ReplayOptions extends ReadOptions {
   readonly ledger?: DedupStore | { tableName: string; client?: DynamoDBClient } | false;
   readonly producer?: KafkaProducer;
   readonly onProgress?: (p: MoveProgress) => void;
+  /**
+   * The registry clients that encode a letter's JSON part again for the main topic's mapping
+   * (`reframedForReplay`; a part in SOURCE form needs none). @default per kind, from the
+   * environment: `confluentRegistry()` when SCHEMA_REGISTRY_URL is set, `glueRegistry()`
+   */
+  readonly registry?: RegistryFor;
 }
 
 /** What a replay republished, skipped and failed. */
@@ -248,32 +259,62 @@ function replayLedger(deadLetterTopic: string, options: ReplayOptions): DedupSto
   });
 }
 
+/** The registry clients a replay frames JSON parts with, made once per kind, from the environment. */
+function registriesFromEnv(): RegistryFor {
+  const made = new Map<string, SchemaRegistry | undefined>();
+  return (kind) => {
+    if (!made.has(kind))
+      made.set(
+        kind,
+        kind === "glue"
+          ? glueRegistry()
+          : process.env[CONFLUENT_REGISTRY_ENV.url]
+            ? confluentRegistry()
+            : undefined,
+      );
+    return made.get(kind);
+  };
+}
+
+type Chosen = { letter: KafkaDeadLetter; destination: string; lease: Lease | undefined };
+
 /**
  * One produce request for the chosen letters; their ledger claims are completed only after the
- * cluster acknowledged it, and given back when it failed (the error is rethrown).
+ * cluster acknowledged it, and given back when it failed (the error is rethrown). A letter that
+ * cannot be framed for its destination again (`reframedForReplay`) is left out, its claim given
+ * back; those are returned, with why.
  */
 async function sendReplays(
   producer: KafkaProducer,
   ledger: DedupStore | undefined,
-  chosen: ReadonlyArray<{ letter: KafkaDeadLetter; destination: string; lease: Lease | undefined }>,
-): Promise<void> {
+  chosen: ReadonlyArray<Chosen>,
+  registryFor: RegistryFor,
+): Promise<Array<{ chosen: Chosen; error: unknown }>> {
   const byTopic = new Map<string, OutgoingMessage[]>();
   const now = new Date();
+  const unframed: Array<{ chosen: Chosen; error: unknown }> = [];
+  const sent: Chosen[] = [];
   for (const c of chosen) {
-    const list = byTopic.get(c.destination) ?? [];
-    list.push(replayMessage(c.letter, now));
-    byTopic.set(c.destination, list);
+    try {
+      const message = await reframedForReplay(replayMessage(c.letter, now), registryFor);
+      byTopic.set(c.destination, [...(byTopic.get(c.destination) ?? []), message]);
+      sent.push(c);
+    } catch (error) {
+      unframed.push({ chosen: c, error });
+      if (ledger && c.lease) await ledger.release(c.lease);
+    }
   }
   try {
     await producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
   } catch (error) {
-    if (ledger) await Promise.all(chosen.map((c) => (c.lease ? ledger.release(c.lease) : undefined)));
+    if (ledger) await Promise.all(sent.map((c) => (c.lease ? ledger.release(c.lease) : undefined)));
     throw error;
   }
   if (ledger) {
-    await Promise.all(chosen.map((c) => (c.lease ? ledger.complete(c.lease) : undefined)));
+    await Promise.all(sent.map((c) => (c.lease ? ledger.complete(c.lease) : undefined)));
     await ledger.flush();
   }
+  return unframed;
 }
 
 /**
@@ -289,6 +330,7 @@ export async function replayKafkaDeadLetters(
 ): Promise<ReplayResult> {
   const ledger = replayLedger(deadLetterTopic, options);
   const producer = options.producer ?? getKafkaProducer(options.connection ?? kafkaConfigFromEnv());
+  const registryFor = options.registry ?? registriesFromEnv();
   const progress = { total: 0, seen: 0, moved: 0, skipped: 0, failed: 0 };
   let alreadyReplayed = 0;
   let noDestination = 0;
@@ -331,15 +373,22 @@ export async function replayKafkaDeadLetters(
         for (const c of chosen) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
         progress.moved += chosen.length;
       } else if (chosen.length > 0) {
+        let unframed: Awaited<ReturnType<typeof sendReplays>>;
         try {
-          await sendReplays(producer, ledger, chosen);
+          unframed = await sendReplays(producer, ledger, chosen, registryFor);
         } catch (error) {
           progress.failed += chosen.length;
           options.onProgress?.({ ...progress });
           throw error;
         }
-        for (const c of chosen) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
-        progress.moved += chosen.length;
+        for (const u of unframed)
+          process.emitWarning(
+            `dead letter ${u.chosen.letter.id} not replayed: ${(u.error as Error).message ?? String(u.error)}`,
+          );
+        progress.failed += unframed.length;
+        const moved = chosen.filter((c) => !unframed.some((u) => u.chosen === c));
+        for (const c of moved) byDestination[c.destination] = (byDestination[c.destination] ?? 0) + 1;
+        progress.moved += moved.length;
       }
       options.onProgress?.({ ...progress });
     },

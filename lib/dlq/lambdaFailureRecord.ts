@@ -142,6 +142,9 @@ export function readLambdaFailureRecord(value: Buffer | null | undefined): Lambd
 
 /** The `x-last-error`-like text of a Lambda dead letter: what `inspect` shows and `--error-type` matches. */
 export function lambdaFailureError(f: LambdaFailureRecord, r: LambdaFailedRecord): string {
+  // A mapping with a schema registry gives these records up before any invocation.
+  if (f.condition === "DESERIALIZATION_ERROR" || f.condition === "SCHEMA_NOT_FOUND")
+    return `${f.condition}: the mapping's schema registry could not deserialize ${r.topic}:${r.partition}:${r.offset}; the function never saw it`;
   const runs = f.approximateInvokeCount === undefined ? "" : ` after ${f.approximateInvokeCount} invocations`;
   return (
     `${f.condition}: Lambda gave up on ${r.topic}:${r.partition}:${r.offset}${runs} ` +

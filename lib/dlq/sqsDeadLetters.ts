@@ -15,6 +15,7 @@ import { MESSAGE_ID_HEADER } from "../core/envelope.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import {
   FOLDED_ATTRIBUTE,
+  fitAttributes,
   type PlainAttribute,
   packAttributes,
   unpackAttributes,
@@ -287,7 +288,8 @@ export function redrivenAttributes(
   letter: Pick<SqsDeadLetter, "attributes" | "context">,
 ): Record<string, PlainAttribute> {
   const { attributes, context } = letter;
-  if (!context) return attributes;
+  // Unfolded, they may be more than SQS's 10 (a message that arrived folded): folded again.
+  if (!context) return fitAttributes(attributes);
   const id = context[CONTEXT_HEADERS.messageId];
   const carriesId =
     attributes[MESSAGE_ID_HEADER] !== undefined || attributes[CONTEXT_HEADERS.messageId] !== undefined;

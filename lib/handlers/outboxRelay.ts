@@ -1,8 +1,8 @@
 import middy from "@middy/core";
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
+import { OUTBOX_ENV } from "../env.ts";
 import { createTelemetry } from "../observability/telemetry.ts";
 import { createOutboxRelay } from "../outbox/relay.ts";
-import { OUTBOX_ENV } from "../outbox/schema.ts";
 
 /**
  * The outbox relay, on the app table's stream. Configure the event-source mapping with:

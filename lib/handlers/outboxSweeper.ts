@@ -1,6 +1,7 @@
 import type { Context, ScheduledEvent } from "aws-lambda";
+import { OUTBOX_ENV } from "../env.ts";
 import { createTelemetry } from "../observability/telemetry.ts";
-import { OUTBOX_DEFAULTS, OUTBOX_ENV } from "../outbox/schema.ts";
+import { OUTBOX_DEFAULTS } from "../outbox/schema.ts";
 import { createOutboxSweeper, type SweepReport } from "../outbox/sweeper.ts";
 
 /**

@@ -2,6 +2,7 @@ import { setTimeout as sleepMs } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Context } from "aws-lambda";
 import type { RecordPlan } from "../batch/batchPlan.ts";
+import { runReserveMs, type Timer } from "../batch/lambdaDeadline.ts";
 import { done } from "../batch/recordOutcome.ts";
 import {
   type BatchAdapter,
@@ -15,6 +16,7 @@ import type { DuplicateHandler, IdempotencyOptions, IdempotencySetting } from ".
 import type { Telemetry } from "../observability/telemetry.ts";
 import { type KafkaEnvelope, type KafkaEnvelopeOptions, toKafkaEnvelope } from "./kafkaEnvelope.ts";
 import { kafkaRouting, keyLaneOf } from "./kafkaRouting.ts";
+import { lambdaSchemaRegistryFromEnv } from "./lambdaDecoded.ts";
 import { type KafkaRecordView, readKafkaEvent } from "./mskEvent.ts";
 import type { KafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer } from "./producer.ts";
@@ -43,6 +45,7 @@ export const KAFKA_CONSUMER_DEFAULTS = {
   reportBatchItemFailures: true,
   claimAhead: true,
   timeMarginMs: 5000,
+  settleReserveMs: 3000,
 };
 
 /** Options of the Kafka consumer (`kafkaConsumer`, `createKafkaBatchProcessor`). */
@@ -101,6 +104,15 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   readonly claimAhead?: boolean;
   /** Stop starting records (and waiting for due retries) when less Lambda time than this remains (ms). @default KAFKA_CONSUMER_DEFAULTS.timeMarginMs */
   readonly timeMarginMs?: number;
+  /**
+   * Lambda time kept after the run for settling the batch (ms): the completions, the produce of
+   * routed records to the retry and dead-letter topics and their routes, each bounded by the
+   * settlement deadline (`lambdaDeadline.ts`). At this much left, running records' signals abort
+   * (`RecordTimeoutError`); a record still running halfway to the answer margin is handed back
+   * unfinished. At least the answer margin (500 ms) is kept whatever the value.
+   * @default KAFKA_CONSUMER_DEFAULTS.settleReserveMs
+   */
+  readonly settleReserveMs?: number;
   /** Longest single wait for a retry record to come due. @default no cap besides the Lambda time */
   readonly maxDueWaitMs?: number;
   /** As the SQS consumer's `onDuplicate`: the first run's stored result for a duplicate. */
@@ -111,22 +123,30 @@ export interface KafkaConsumerOptions<T> extends KafkaEnvelopeOptions<T> {
   /** Injectable clock and sleep (tests). */
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Injectable timer for the invocation's deadlines (tests). @default setTimeout */
+  readonly timer?: Timer;
 }
 
 type Plan<T> = RecordPlan<KafkaRecordView, T, KafkaEnvelope<T>>;
 
 /**
- * The claim holder of a Kafka record: its coordinates. Lambda gives a partition's records to one
- * invocation at a time and the same offset again only once that invocation ended, so a lease held
- * under these coordinates is one a crashed (out of memory, killed, timed-out) invocation left
- * behind. Taken over at once, the crash happens again under Lambda's eyes, which bisects, counts
- * and finally dead-letters the record; routed away as "in progress elsewhere" instead, a record
- * that kills the function would go round the ladder forever, one crash a lease length.
+ * The delivery a Kafka record's claims are made under: its coordinates, which every redelivery of
+ * the record shares (a copy on a retry topic has its own). The dedup store records it with the
+ * route of a routed record, so a redelivery of that record is recognised (`routed`); and a lease
+ * found under it is this record's own, held by another invocation: one that received the same
+ * offset at the same time (AWS promises at-least-once delivery and nothing about concurrency; a
+ * poller rebalance can hand one offset to two invocations at once), or one that died holding it.
+ * The lease is never taken over, since the first could be running its effect right now (issue 34
+ * item 10); the record is handed back to Lambda instead (`kafkaRouting.fail`), after waiting what
+ * the invocation may for the lease to end. A dead invocation's lease ends within the lease length,
+ * so its record then runs again under Lambda's eyes, which retries, counts and finally
+ * dead-letters a record that keeps crashing; it never goes round the ladder as "in progress
+ * elsewhere", which would repeat a crash a lease length apart for ever (issue 26 item 4).
  */
-const kafkaClaimHolder = (e: Envelope): string | undefined =>
+const kafkaDelivery = (e: Envelope): string | undefined =>
   e.source.kind === "kafka" ? `${e.source.topic}:${e.source.partition}:${e.source.offset}` : undefined;
 
-/** A record's `topic:partition:offset`, the holder of its claims. */
+/** A record's `topic:partition:offset`, the delivery its claims are made under. */
 const kafkaCoordinates = (v: KafkaRecordView) => `${v.topic}:${v.partition}:${v.offset}`;
 
 /** Creates the per-container state (dedup stores, ladder) once; returns the per-batch function. */
@@ -141,7 +161,22 @@ export function createKafkaBatchProcessor<T>(
     options.retry && "delaysMs" in options.retry ? options.retry : createRetryLadder(options.retry ?? {});
   const sleep = options.sleep ?? ((ms: number) => sleepMs(ms));
   const maxDueWaitMs = options.maxDueWaitMs;
-  const routingDeps = { ...settings, ladder, producer, telemetry, now: batch.now, sleep, maxDueWaitMs };
+  // A retry record waits to come due only while the run may go on: never into the settlement reserve.
+  const timeMarginMs = Math.max(settings.timeMarginMs, runReserveMs(settings.settleReserveMs));
+  // Read once: what the mapping's registry hands over decoded, for reading records and their copies.
+  const lambdaSchemaRegistry = options.lambdaSchemaRegistry ?? lambdaSchemaRegistryFromEnv() ?? false;
+  const envelopeOptions = { ...options, lambdaSchemaRegistry };
+  const routingDeps = {
+    ...settings,
+    timeMarginMs,
+    ladder,
+    producer,
+    telemetry,
+    now: batch.now,
+    sleep,
+    maxDueWaitMs,
+    lambdaSchemaRegistry,
+  };
   const isRetryTopic = (v: KafkaRecordView) => topicRole(ladder, v.topic).kind === "retry";
   // A tombstone (null value) is delivered unless the consumer opted to skip it.
   const skipped = (p: Plan<T>) =>
@@ -158,13 +193,18 @@ export function createKafkaBatchProcessor<T>(
   ): Promise<KafkaBatchResponse> {
     const views = readKafkaEvent(event);
     const opened = batch.open(context, lambdaSignal);
-    // A record's coordinates hold its claim: its redelivery after a crash takes the lease over.
+    // A record's claims are made under its coordinates (`kafkaDelivery`).
     const invocation = opened.claims
-      ? { ...opened, claims: { ...opened.claims, holderOf: kafkaClaimHolder } }
+      ? { ...opened, claims: { ...opened.claims, deliveryOf: kafkaDelivery } }
       : opened;
-    const routing = kafkaRouting({ ...routingDeps, consumer: invocation.consumer });
+    const routing = kafkaRouting({
+      ...routingDeps,
+      consumer: invocation.consumer,
+      deadline: invocation.deadline.settle,
+      remainingMs: invocation.remainingMs,
+    });
     const adapter: BatchAdapter<KafkaRecordView, T, KafkaEnvelope<T>, KafkaBatchResponse> = {
-      decode: (v) => toKafkaEnvelope(v, options),
+      decode: (v) => toKafkaEnvelope(v, envelopeOptions),
       laneOf,
       fail: routing.fail,
       // Bad input goes to the dead-letter topic in its lane's turn, behind its key's retry path.
@@ -174,7 +214,7 @@ export function createKafkaBatchProcessor<T>(
       // With a dedup store, a routed record's route is recorded, so a redelivery (Lambda resuming
       // the partition below it, or retrying the batch whole) neither runs nor routes it again.
       ...(opened.claims ? { routeOf: routing.routeOf, recognised: routing.recognised } : {}),
-      undecodedClaimOf: (v) => ({ key: `undecoded@${kafkaCoordinates(v)}`, holder: kafkaCoordinates(v) }),
+      undecodedClaimOf: (v) => ({ key: `undecoded@${kafkaCoordinates(v)}`, delivery: kafkaCoordinates(v) }),
       beforeClaim: (p) => routing.untilDue(p.record, invocation.remainingMs),
       // Records of retry topics are claimed just in time: they may wait to come due.
       claimAhead: settings.claimAhead ? (p) => !isRetryTopic(p.record) : undefined,

@@ -8,8 +8,13 @@ import {
   SchemaValidationError,
 } from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
-import type { KafkaRecordView, RawHeader, SchemaMetadata } from "./mskEvent.ts";
-import { SCHEMA_REGISTRY_ENV } from "./schemas/env.ts";
+import {
+  type LambdaDecodedPart,
+  type LambdaSchemaRegistryMode,
+  lambdaDecodedParts,
+  lambdaSchemaRegistryFromEnv,
+} from "./lambdaDecoded.ts";
+import type { KafkaRecordView, RawHeader } from "./mskEvent.ts";
 import type { PayloadDecoder } from "./schemas/payloadDecoder.ts";
 
 /**
@@ -52,32 +57,8 @@ export interface KafkaEnvelope<T = unknown> extends Envelope<T> {
 /** How a key or value is read: JSON, UTF-8 text, the bytes, or a schema decoder (`avro()`, `protobuf()`, `jsonSchema()`). */
 export type PayloadFormat = "json" | "text" | "bytes" | PayloadDecoder<unknown>;
 
-/**
- * The Lambda event source mapping's own schema-registry integration (`SchemaRegistryConfig`), which
- * `addMskTrigger` sets and tells the function about through the environment: Lambda has already
- * validated the listed attributes against the registry and hands them over as JSON text
- * (`eventRecordFormat: "JSON"`) or as the original bytes with the framing removed (`"SOURCE"`).
- * The consumer reads those parts accordingly, so the handler is the same in every mode.
- */
-export interface LambdaSchemaRegistryMode {
-  readonly eventRecordFormat: "JSON" | "SOURCE";
-  readonly attributes: ReadonlyArray<"KEY" | "VALUE">;
-}
-
-export { SCHEMA_REGISTRY_ENV };
-
-/** The mode the MSK trigger's environment declares; undefined when the mapping has no registry. */
-export function lambdaSchemaRegistryFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
-): LambdaSchemaRegistryMode | undefined {
-  const format = env[SCHEMA_REGISTRY_ENV.eventRecordFormat];
-  if (format !== "JSON" && format !== "SOURCE") return undefined;
-  const attributes = (env[SCHEMA_REGISTRY_ENV.attributes] ?? "VALUE")
-    .split(",")
-    .map((a) => a.trim().toUpperCase())
-    .filter((a): a is "KEY" | "VALUE" => a === "KEY" || a === "VALUE");
-  return { eventRecordFormat: format, attributes };
-}
+export { type LambdaSchemaRegistryMode, lambdaSchemaRegistryFromEnv } from "./lambdaDecoded.ts";
+export { SCHEMA_REGISTRY_ENV } from "./schemas/env.ts";
 
 async function validate<V>(schema: StandardSchemaV1<unknown, V>, input: unknown, what: string): Promise<V> {
   let result = schema["~standard"].validate(input);
@@ -91,23 +72,24 @@ async function validate<V>(schema: StandardSchemaV1<unknown, V>, input: unknown,
   return result.value;
 }
 
-/** Reads one key or value. */
+/**
+ * Reads one key or value. `decoded`: the part is in the form a registry mapping handed it over
+ * (JSON text, or the source bytes without their framing, the writer's id beside them), on the
+ * record itself or on a copy of it (`lambdaDecoded.ts`); else it is as produced.
+ */
 async function parsePart(
   bytes: Buffer,
   format: PayloadFormat,
   part: "key" | "value",
-  lambda: LambdaSchemaRegistryMode | undefined | false,
-  metadata?: SchemaMetadata,
+  decoded: LambdaDecodedPart | undefined,
 ): Promise<{ body: unknown; raw: string }> {
-  const byLambda = lambda ? lambda.attributes.includes(part === "key" ? "KEY" : "VALUE") : false;
   if (typeof format === "object") {
     // Lambda validated this part already: JSON text, or the source bytes without their framing.
-    if (byLambda && lambda && lambda.eventRecordFormat === "JSON")
-      return parsePart(bytes, "json", part, false);
+    if (decoded?.recordFormat === "JSON") return parsePart(bytes, "json", part, undefined);
     const body = await format.decode(
       bytes,
-      byLambda
-        ? { framing: "none", ...(metadata?.schemaId !== undefined ? { schemaId: metadata.schemaId } : {}) }
+      decoded
+        ? { framing: "none", ...(decoded.schemaId !== undefined ? { schemaId: decoded.schemaId } : {}) }
         : undefined,
     );
     return { body, raw: bytes.toString("base64") };
@@ -206,6 +188,7 @@ export async function toKafkaEnvelope<T>(
   }
   const lambda =
     options.lambdaSchemaRegistry === undefined ? lambdaSchemaRegistryFromEnv() : options.lambdaSchemaRegistry;
+  const decoded = lambdaDecodedParts(record, lambda);
   let raw = "";
   let body: unknown = null;
   if (value === null) {
@@ -215,19 +198,12 @@ export async function toKafkaEnvelope<T>(
       );
     }
   } else {
-    ({ body, raw } = await parsePart(
-      value,
-      options.parse ?? "json",
-      "value",
-      lambda,
-      record.valueSchemaMetadata,
-    ));
+    ({ body, raw } = await parsePart(value, options.parse ?? "json", "value", decoded.value));
     if (options.schema) body = await validate(options.schema, body, "value");
   }
   let parsedKey: unknown;
   if (options.parseKey !== undefined && record.keyBytes !== null) {
-    parsedKey = (await parsePart(record.keyBytes, options.parseKey, "key", lambda, record.keySchemaMetadata))
-      .body;
+    parsedKey = (await parsePart(record.keyBytes, options.parseKey, "key", decoded.key)).body;
     if (options.keySchema) parsedKey = await validate(options.keySchema, parsedKey, "key");
   } else if (options.parseKey !== undefined) {
     parsedKey = null;

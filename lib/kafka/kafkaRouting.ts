@@ -4,11 +4,18 @@
  * one produce request for everything routed, and the answer. Built per invocation.
  */
 import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
+import { beforeDeadline } from "../batch/lambdaDeadline.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
-import { classifyError, describeError, InProgressElsewhereError } from "../core/errors.ts";
+import {
+  classifyError,
+  DeliveryInProgressError,
+  describeError,
+  InProgressElsewhereError,
+} from "../core/errors.ts";
 import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { KafkaBatchIncompleteError, NotYetDueError, RouteProduceError } from "./errors.ts";
+import { type LambdaSchemaRegistryMode, lambdaDecodedParts } from "./lambdaDecoded.ts";
 import type { KafkaRecordView } from "./mskEvent.ts";
 import { type KafkaBatchResponse, kafkaBatchResponse } from "./partialResponse.ts";
 import type { KafkaProducer, OutgoingMessage } from "./producer.ts";
@@ -27,6 +34,15 @@ export interface KafkaRoutingDeps {
   readonly sleep: (ms: number) => Promise<void>;
   readonly timeMarginMs: number;
   readonly maxDueWaitMs: number | undefined;
+  /**
+   * The settlement deadline (`lambdaDeadline`): a produce not confirmed by then counts as failed
+   * (its records are handed back; a copy that lands later is deduplicated downstream).
+   */
+  readonly deadline?: AbortSignal;
+  /** The invocation's remaining time (ms). */
+  readonly remainingMs: () => number;
+  /** The mapping's schema-registry mode: the parts it hands over decoded, which copies say. */
+  readonly lambdaSchemaRegistry: LambdaSchemaRegistryMode | undefined | false;
 }
 
 type Plan = RecordPlan<KafkaRecordView, unknown>;
@@ -102,6 +118,7 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
       messageId: idOf(p),
       consumer,
       now: new Date(deps.now()),
+      decoded: lambdaDecodedParts(p.record, deps.lambdaSchemaRegistry),
     });
     routes.push({ plan: p, route: to, message });
     routeByPlan.set(p, to);
@@ -138,7 +155,28 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     return route(p, { ...leader }, new KeyOnRetryPathError(why));
   }
 
-  function fail(p: Plan, error: unknown): RecordOutcome {
+  /**
+   * A record whose own delivery another invocation holds (DeliveryInProgressError: the same offset
+   * in two invocations at once, or one that died holding it) goes back to Lambda, in either
+   * failure mode, and is never routed: routed, its offset would be acked while the other
+   * invocation may still fail or die (a success without the effect), and a dead invocation's
+   * record would circle the ladder. Each hand-back uses one of the mapping's retry attempts, so
+   * first wait what this invocation may for the lease to end (a dead holder's ends within the
+   * lease length; a live one's is renewed): the redelivery then finds the key free, or done.
+   */
+  async function handBack(p: Plan, error: DeliveryInProgressError, retryAtMs: number | undefined) {
+    const waitMs = Math.min((retryAtMs ?? deps.now()) - deps.now(), deps.remainingMs() - deps.timeMarginMs);
+    if (waitMs > 0) await deps.sleep(waitMs);
+    telemetry.count(METRIC.inProgressElsewhere);
+    log("record held by another invocation of the same delivery; handed back", p.record, {
+      id: idOf(p),
+      error: describeError(error),
+    });
+    return unfinished(error);
+  }
+
+  function fail(p: Plan, error: unknown, retryAtMs?: number): RecordOutcome | Promise<RecordOutcome> {
+    if (error instanceof DeliveryInProgressError) return handBack(p, error, retryAtMs);
     const view = p.record;
     const kind = classifyError(error);
     telemetry.count(kind === "permanent" ? METRIC.permanentFailures : METRIC.transientFailures);
@@ -167,7 +205,8 @@ export function kafkaRouting(deps: KafkaRoutingDeps) {
     const byTopic = new Map<string, OutgoingMessage[]>();
     for (const r of routes) byTopic.set(r.route.topic, [...(byTopic.get(r.route.topic) ?? []), r.message]);
     try {
-      await deps.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      const sent = deps.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      await (deps.deadline ? beforeDeadline(sent, deps.deadline) : sent);
       produced = true;
       for (const r of routes)
         if (r.plan.outcome?.kind === "done")

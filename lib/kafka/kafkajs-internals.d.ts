@@ -26,3 +26,13 @@ declare module "kafkajs/src/consumer/runner.js" {
     fetch(nodeId: number): Promise<unknown[]>;
   }
 }
+
+// Only what the ordered-headers fix touches.
+declare module "kafkajs/src/protocol/encoder.js" {
+  export default class Encoder {
+    writeVarIntBytes(value: unknown): Encoder;
+    writeVarIntArray(array: unknown[], type?: string): Encoder;
+    writeVarIntString(value: string): Encoder;
+    readonly buffer: Buffer;
+  }
+}

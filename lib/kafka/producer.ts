@@ -6,9 +6,11 @@ import {
   kafkaConfigFromEnv,
   toKafkaJsConfig,
 } from "./config.ts";
+import { type KafkaHeader, kafkajsHeaders } from "./kafkajsOrderedHeaders.ts";
 import { classifyPublishError } from "./publishErrors.ts";
 
 export { type KafkaConnectionConfig, kafkaConfigFromEnv } from "./config.ts";
+export type { KafkaHeader } from "./kafkajsOrderedHeaders.ts";
 export { KafkaPublishPermanentError, KafkaPublishTransientError } from "./publishErrors.ts";
 
 /**
@@ -38,7 +40,11 @@ export { KafkaPublishPermanentError, KafkaPublishTransientError } from "./publis
 export interface OutgoingMessage {
   readonly key?: string | Buffer | null;
   readonly value: string | Buffer | null;
-  readonly headers?: Readonly<Record<string, string | Buffer>>;
+  /**
+   * One value per name (an object), or every header in its order (a list, in which a name may
+   * repeat, as Kafka allows): a copy of a consumed record keeps all of its headers, in order.
+   */
+  readonly headers?: Readonly<Record<string, string | Buffer>> | ReadonlyArray<KafkaHeader>;
   /** Record timestamp (CreateTime). @default the broker/producer's now */
   readonly timestamp?: number | Date | string;
   /** Explicit partition. @default murmur2(key) like the Java client (kafkajs DefaultPartitioner) */
@@ -111,12 +117,19 @@ function toTimestamp(t: OutgoingMessage["timestamp"]): string | undefined {
   return String(t);
 }
 
+const isHeaderList = (h: NonNullable<OutgoingMessage["headers"]>): h is ReadonlyArray<KafkaHeader> =>
+  Array.isArray(h);
+
+function headersOf(headers: NonNullable<OutgoingMessage["headers"]>): IHeaders {
+  return isHeaderList(headers) ? kafkajsHeaders(headers) : { ...headers };
+}
+
 function toKafkaJsMessage(m: OutgoingMessage): Message {
   const timestamp = toTimestamp(m.timestamp);
   return {
     key: m.key ?? null,
     value: m.value,
-    ...(m.headers ? { headers: { ...m.headers } as IHeaders } : {}),
+    ...(m.headers ? { headers: headersOf(m.headers) } : {}),
     ...(timestamp !== undefined ? { timestamp } : {}),
     ...(m.partition !== undefined ? { partition: m.partition } : {}),
   };

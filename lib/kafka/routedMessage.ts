@@ -1,8 +1,14 @@
 import { TransientError } from "../core/errors.ts";
 import { CONTEXT_HEADERS, contextToHeaders, failureContext } from "../core/failureContext.ts";
 import { brokerId } from "./kafkaEnvelope.ts";
+import {
+  DECODED_PART_HEADERS,
+  decodedPartHeader,
+  isDecodedPartHeader,
+  type LambdaDecodedParts,
+} from "./lambdaDecoded.ts";
 import type { KafkaRecordView } from "./mskEvent.ts";
-import type { OutgoingMessage } from "./producer.ts";
+import type { KafkaHeader, OutgoingMessage } from "./producer.ts";
 import type { Route } from "./retryLadder.ts";
 
 /**
@@ -26,10 +32,16 @@ function lastHeader(record: KafkaRecordView, name: string): string | undefined {
 /**
  * The copy of `record` that goes to a retry or dead-letter topic: the original key bytes (so it
  * lands on the partition of its key and keeps key order), the original value bytes and the user's
- * own headers untouched, plus the context headers of DESIGN.md. The `x-original-*` coordinates and
+ * own headers untouched (every one, in order: Kafka lets a name repeat, and a reader's
+ * `lastHeader` depends on the order), plus the context headers of DESIGN.md. The `x-original-*` coordinates and
  * `x-first-failed-at` are carried over from the first failure; `x-message-id` keeps the dedup id,
  * so the copy is deduplicated as the same message. The timestamp is now: a retry topic's consumer
  * waits until timestamp + the rung's delay.
+ *
+ * A part a registry mapping handed over decoded (`decoded`: JSON text, or the source bytes without
+ * their framing) is copied as the function got it, with `x-value-schema` / `x-key-schema` saying
+ * so: the retry topics' mappings have no registry, and their consumer reads the copy by that
+ * header as the first one read the original; a replay frames it again (lambdaDecoded.ts).
  */
 export function routedMessage(input: {
   readonly record: KafkaRecordView;
@@ -39,7 +51,9 @@ export function routedMessage(input: {
   readonly messageId: string | undefined;
   readonly consumer: string;
   readonly now: Date;
-}): OutgoingMessage {
+  /** The parts a registry mapping handed over decoded (`lambdaDecodedParts`). @default none */
+  readonly decoded?: LambdaDecodedParts;
+}): OutgoingMessage & { readonly headers: ReadonlyArray<KafkaHeader> } {
   const { record, route, now } = input;
   const originalTopic = lastHeader(record, CONTEXT_HEADERS.originalTopic);
   const originalPartition = Number(lastHeader(record, CONTEXT_HEADERS.originalPartition));
@@ -56,9 +70,14 @@ export function routedMessage(input: {
     originalPartition: carried ? originalPartition : record.partition,
     originalOffset: carried ? originalOffset : String(record.offset),
   });
-  const headers: Record<string, string | Buffer> = {};
-  for (const h of record.headers) if (!CONTEXT_NAMES.has(h.name)) headers[h.name] = h.value;
-  Object.assign(headers, contextToHeaders(context));
+  const headers: KafkaHeader[] = record.headers.filter(
+    (h) => !CONTEXT_NAMES.has(h.name) && !isDecodedPartHeader(h.name),
+  );
+  for (const part of ["key", "value"] as const) {
+    const form = input.decoded?.[part];
+    if (form) headers.push({ name: DECODED_PART_HEADERS[part], value: decodedPartHeader(form) });
+  }
+  for (const [name, value] of Object.entries(contextToHeaders(context))) headers.push({ name, value });
   return {
     key: record.keyBytes,
     value: record.valueBytes,

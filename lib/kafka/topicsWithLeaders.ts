@@ -5,6 +5,7 @@ import { findBrokerError } from "./brokerErrors.ts";
 /** What a broker answers for a topic it does not know yet, or whose partitions have no leader yet. */
 const NOT_YET = new Set(["UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE"]);
 
+/** Options of `createTopicsWithLeaders`. */
 export interface TopicsWithLeadersOptions {
   /** How long to wait for every partition to have a leader. @default 30000 */
   readonly timeoutMs?: number;

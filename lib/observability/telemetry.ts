@@ -32,6 +32,13 @@ export const METRIC = {
   heartbeatExtensions: "HeartbeatExtensions",
   heartbeatErrors: "HeartbeatErrors",
   outOfTime: "NotStartedOutOfTime",
+  /**
+   * Records still running at the cut-off (their handler did not stop at its signal): handed back
+   * unfinished, their effect possibly still under way.
+   */
+  abandonedAtCutOff: "AbandonedAtCutOff",
+  /** Settlement stages cut at the settlement deadline, so that the batch answers in time. */
+  settlementCut: "SettlementCutAtDeadline",
   /** Healthy SQS records sent again as fresh copies on their last receive, instead of being dead-lettered unrun. */
   requeued: "RequeuedHealthy",
   batchDurationMs: "BatchDuration",

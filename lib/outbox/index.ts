@@ -1,42 +1,18 @@
-/** The transactional inbox + outbox: public API. See docs/outbox.md. */
+/**
+ * reliable-consumers/outbox: the transactional inbox and outbox on DynamoDB. A handler stages its
+ * writes and events in a unit of work (`createInboxOutbox`, `withUnitOfWork`), committed in one
+ * transaction with the message's inbox marker; the relay (`createOutboxRelay`) publishes the events
+ * from the table's stream, the sweeper (`createOutboxSweeper`) what the stream missed. See the outbox
+ * guide.
+ */
 
-export {
-  AGGREGATE_ORDER_DEFAULTS,
-  type PredecessorState,
-  predecessorState,
-  predecessorStates,
-} from "./aggregateOrder.ts";
-export * from "./errors.ts";
-export { attributeValueSize, itemSize, TRANSACTION_LIMITS } from "./itemSize.ts";
-export {
-  type AggregatePosition,
-  isOutboxKey,
-  type NewOutboxEvent,
-  newEventId,
-  newTraceparent,
-  OUTBOX_HEADERS,
-  type OutboxEvent,
-  parseOutboxItem,
-  pendingShard,
-  positionOf,
-  publishedHeaders,
-  toOutboxItem,
-} from "./outboxEvent.ts";
-export {
-  createOutboxPublisher,
-  FOLDED_HEADERS_ATTRIBUTE,
-  type OutboxPublisher,
-  type OutboxPublisherOptions,
-  type PublishOutcome,
-  parseDestination,
-  SQS_LIMITS,
-  type Target,
-  toSqsAttributes,
-} from "./publisher.ts";
+export { BusinessConditionFailedError } from "./errors.ts";
+export type { NewOutboxEvent } from "./outboxEvent.ts";
+export { OUTBOX_HEADERS } from "./outboxEvent.ts";
+export type { OutboxPublisherOptions } from "./publisher.ts";
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions, type RelayReport } from "./relay.ts";
-export * from "./schema.ts";
-export { clearPending, clearPendingFenced, discardParked, requeueParked } from "./settle.ts";
-export { assertDynamoDbStreamEvent } from "./streamEvent.ts";
+export { OUTBOX_TABLE } from "./schema.ts";
+export { discardParked, requeueParked } from "./settle.ts";
 export {
   createOutboxSweeper,
   type OutboxSweeper,
@@ -46,10 +22,6 @@ export {
 export {
   createInboxOutbox,
   type InboxOutbox,
-  type StagedConditionCheck,
-  type StagedDelete,
-  type StagedPut,
-  type StagedUpdate,
   type StageOptions,
   type UnitOfWork,
   type UnitOfWorkOptions,

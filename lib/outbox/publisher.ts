@@ -9,6 +9,13 @@ import { PermanentError } from "../core/errors.ts";
 import { getKafkaProducer, type KafkaProducer, type OutgoingMessage } from "../kafka/producer.ts";
 import { KafkaPublishPermanentError } from "../kafka/publishErrors.ts";
 import type { PayloadEncoder } from "../kafka/schemas/encoders.ts";
+import {
+  CONTEXT_ATTRIBUTE,
+  FOLDED_ATTRIBUTE,
+  foldAttributes,
+  type PlainAttribute,
+} from "../sqs/attributePacking.ts";
+import { toFifoId } from "../sqs/fifoIds.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "../sqs/sqsLimits.ts";
 import { PublishFailedError, PublishRejectedError, UnknownDestinationError } from "./errors.ts";
@@ -28,7 +35,8 @@ import { encodeForKafka, hasSchemaHeader } from "./schemaFraming.ts";
  *   isolate the poison record, which alone is rejected.
  * - **SQS standard**: SendMessageBatch, up to 10 messages and `sqsMaxBatchBytes` a call, calls in
  *   parallel (a standard queue keeps no order anyway).
- * - **SQS FIFO**: MessageGroupId = aggregate id, MessageDeduplicationId = event id. A batch holds at
+ * - **SQS FIFO**: MessageGroupId = aggregate id, MessageDeduplicationId = event id, each as an id SQS
+ *   accepts (`toFifoId`: itself when valid, else a readable prefix and a hash). A batch holds at
  *   most one message per group, and a group's next message is sent only after its previous one
  *   succeeded. SQS reports batch entries one by one and does not document what a failed entry
  *   means for later entries of its group; with one message per group per batch, a failure can
@@ -94,31 +102,35 @@ export function parseDestination(
 export { SQS_LIMITS };
 
 const CORE_ATTRIBUTES = new Set<string>(Object.values(OUTBOX_HEADERS));
-/** Where user headers go when they do not fit as attributes of their own (JSON object). */
-export const FOLDED_HEADERS_ATTRIBUTE = "x-headers";
 const VALID_ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!.*\.\.)[A-Za-z0-9_\-.]{1,256}$/i;
+/** Our own packing attributes: a user header of that name is folded, never taken for ours. */
+const PACKING_ATTRIBUTES = new Set<string>([FOLDED_ATTRIBUTE, CONTEXT_ATTRIBUTE]);
 
-/** Kafka headers → SQS message attributes, never more than 10, never dropping a header. */
+/**
+ * Kafka headers → SQS message attributes, never more than 10, never dropping a header. The
+ * outbox's own headers (`message-id`, `event-type`, …: 8 of them) are attributes of their own; the
+ * user's are too when they fit, else all of them are folded into `x-folded-attributes`
+ * (`foldAttributes`), the one folding format every reader of ours unfolds: the SQS consumer's
+ * envelope gives them back as headers, as a Kafka consumer sees them. They do not fit when there
+ * are more than 2, or one has a name SQS refuses as an attribute name, or an empty value (SQS
+ * refuses an empty attribute value).
+ */
 export function toSqsAttributes(
   headers: Readonly<Record<string, string>>,
 ): Record<string, MessageAttributeValue> {
   const core: Record<string, MessageAttributeValue> = {};
-  const user: Record<string, string> = {};
+  const user: Record<string, PlainAttribute> = {};
   for (const [k, v] of Object.entries(headers)) {
     if (CORE_ATTRIBUTES.has(k)) core[k] = { DataType: "String", StringValue: v };
-    else user[k] = v;
+    else user[k] = { DataType: "String", StringValue: v };
   }
   const userNames = Object.keys(user);
   const fits =
     Object.keys(core).length + userNames.length <= SQS_LIMITS.maxAttributes &&
-    userNames.every((n) => VALID_ATTRIBUTE_NAME.test(n) && n !== FOLDED_HEADERS_ATTRIBUTE) &&
-    Object.values(user).every((v) => v !== "");
-  if (fits) {
-    for (const n of userNames) core[n] = { DataType: "String", StringValue: user[n]! };
-  } else {
-    core[FOLDED_HEADERS_ATTRIBUTE] = { DataType: "String", StringValue: JSON.stringify(user) };
-  }
-  return core;
+    userNames.every((n) => VALID_ATTRIBUTE_NAME.test(n) && !PACKING_ATTRIBUTES.has(n)) &&
+    Object.values(user).every((a) => a.StringValue !== "");
+  if (userNames.length === 0) return core;
+  return { ...core, ...(fits ? user : foldAttributes(user)) };
 }
 
 async function mapLimit<T>(
@@ -265,7 +277,9 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
       Id: `m${n}`,
       MessageBody: e.payload,
       MessageAttributes: toSqsAttributes(publishedHeaders(e)),
-      ...(fifo ? { MessageGroupId: e.aggregateId, MessageDeduplicationId: e.eventId } : {}),
+      ...(fifo
+        ? { MessageGroupId: toFifoId(e.aggregateId), MessageDeduplicationId: toFifoId(e.eventId) }
+        : {}),
     };
   }
 
@@ -286,7 +300,7 @@ export function createOutboxPublisher(options: OutboxPublisherOptions = {}): Out
     // FIFO: rounds; each round takes the next event of every unblocked group.
     const groups = new Map<string, number[]>();
     for (const index of idx) {
-      const g = events[index]!.aggregateId;
+      const g = toFifoId(events[index]!.aggregateId);
       let q = groups.get(g);
       if (!q) {
         q = [];
@@ -372,7 +386,11 @@ function asOutcome(error: unknown): PublishOutcome {
   return { status: "failed", error: error instanceof Error ? error : new PublishFailedError(String(error)) };
 }
 
-/** Sends one parked record to a parking queue (a plain SendMessage; it is rare). */
+/**
+ * Sends one parked record to a parking queue (a plain SendMessage; it is rare). On a FIFO queue its
+ * group (the item's key: one group per aggregate) and dedup id go through `toFifoId`, as the
+ * publisher's do: a key SQS refuses would fail the park and block the relay's shard.
+ */
 export async function sendToParkingQueue(
   sqs: SQSClient,
   queueUrl: string,
@@ -387,7 +405,10 @@ export async function sendToParkingQueue(
       MessageBody: body,
       MessageAttributes: attributes,
       ...(queueUrl.endsWith(".fifo")
-        ? { MessageGroupId: fifoGroup ?? "parked", MessageDeduplicationId: dedupId }
+        ? {
+            MessageGroupId: toFifoId(fifoGroup ?? "parked"),
+            ...(dedupId !== undefined ? { MessageDeduplicationId: toFifoId(dedupId) } : {}),
+          }
         : {}),
     }),
   );

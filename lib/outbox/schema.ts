@@ -206,5 +206,20 @@ export const OUTBOX_DEFAULTS = {
   schemaVersion: "1",
 } as const;
 
-/** Environment variables the outbox functions read (the names live with the others in lib/env.ts). */
-export { OUTBOX_ENV } from "../env.ts";
+/**
+ * The app table's shape, for tools that read or create it (the local runtime, a dashboard): its
+ * keys, the sparse pending-events index, the stream view and filter the relay needs, the TTL
+ * attribute (epoch seconds), the attributes and item types of inbox markers and outbox events, and
+ * the defaults. `OutboxTable` and the library read the same names.
+ */
+export const OUTBOX_TABLE = {
+  keys: APP_TABLE_KEYS,
+  pendingIndex: { name: OUTBOX_PENDING_INDEX, ...OUTBOX_PENDING_INDEX_KEYS },
+  streamViewType: OUTBOX_STREAM_VIEW_TYPE,
+  streamFilterPattern: OUTBOX_STREAM_FILTER_PATTERN,
+  ttlAttribute: OUTBOX_TTL_ATTRIBUTE,
+  attributes: OUTBOX_ATTR,
+  itemTypes: { outbox: OUTBOX_ITEM_TYPE, inbox: INBOX_ITEM_TYPE },
+  headSk: OUTBOX_HEAD_SK,
+  defaults: OUTBOX_DEFAULTS,
+} as const;

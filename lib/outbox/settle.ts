@@ -10,6 +10,7 @@ import type { MessageAttributeValue, SQSClient } from "@aws-sdk/client-sqs";
 import type { AttributeValue as LambdaAttributeValue } from "aws-lambda";
 import { contextToHeaders, failureContext } from "../core/failureContext.ts";
 import { DYNAMODB_BATCH_LIMIT, StatementBatcher } from "../dedup/statementBatcher.ts";
+import { pendingShard } from "./outboxEvent.ts";
 import { SQS_LIMITS, sendToParkingQueue } from "./publisher.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "./schema.ts";
 
@@ -296,7 +297,10 @@ export async function requeueParked(
   tableName: string,
   key: { pk: string; sk: string },
   options: {
-    shard: string;
+    /** The pending-index shard. @default the aggregate's (from the key) among `pendingShards` */
+    shard?: string;
+    /** Must equal the writers' `pendingShards`. @default OUTBOX_DEFAULTS.pendingShards */
+    pendingShards?: number;
     pendingSince?: number;
     destination?: string;
     retentionSeconds?: number;
@@ -304,6 +308,10 @@ export async function requeueParked(
   },
 ): Promise<boolean> {
   const now = options.now ?? Date.now();
+  const [, aggregateType = "", aggregateId = ""] = /^OUTBOX#([^#]*)#(.*)$/.exec(key.pk) ?? [];
+  const shard =
+    options.shard ??
+    pendingShard(aggregateType, aggregateId, options.pendingShards ?? OUTBOX_DEFAULTS.pendingShards);
   // The item's own retention stays unless the caller gives one.
   const retentionSet =
     options.retentionSeconds !== undefined ? "#ret = :ret" : "#ret = if_not_exists(#ret, :ret)";
@@ -327,7 +335,7 @@ export async function requeueParked(
           ...(options.destination ? { "#dest": A.destination } : {}),
         },
         ExpressionAttributeValues: {
-          ":shard": { S: options.shard },
+          ":shard": { S: shard },
           ":since": { N: String(options.pendingSince ?? now) },
           ":ret": { N: String(retention) },
           ...(options.destination ? { ":dest": { S: options.destination } } : {}),

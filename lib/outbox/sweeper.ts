@@ -1,14 +1,15 @@
-import { type AttributeValue, DynamoDBClient, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { describeError } from "../core/errors.ts";
 import { OUTBOX_ENV } from "../env.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
 import { createOrderCheck } from "./aggregateOrder.ts";
-import { type OutboxEvent, parseOutboxItem, positionOf } from "./outboxEvent.ts";
+import { positionOf } from "./outboxEvent.ts";
+import { type Due, measurePending, queryDue } from "./pendingIndex.ts";
 import { createOutboxPublisher, type OutboxPublisher, type OutboxPublisherOptions } from "./publisher.ts";
-import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS, OUTBOX_PENDING_INDEX } from "./schema.ts";
-import { clearPendingFenced, park } from "./settle.ts";
+import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "./schema.ts";
+import { clearPendingFenced } from "./settle.ts";
+import { decide, parkSlice, publishSlice, type SweepOutcome, type SweepPlan } from "./sweepSlice.ts";
 
 /**
  * The outbox sweeper, run on a schedule (EventBridge, e.g. every minute).
@@ -74,30 +75,6 @@ export interface OutboxSweeper {
   measure(): Promise<{ pendingCount: number; oldestPendingAgeMs: number }>;
 }
 
-interface Due {
-  readonly item: Record<string, AttributeValue>;
-  readonly since: number;
-  readonly sk: string;
-}
-
-type SweepOutcome = "republished" | "parked" | "failed" | "held";
-
-/**
- * One due event through the sweep's stages (order check, publish, park, clear), instead of
- * counters and a map of blocked aggregates beside the list.
- */
-interface SweepPlan {
-  readonly due: Due;
-  readonly pk: string;
-  /** The aggregate's previous due event in this run: it goes first, or this one waits. */
-  readonly before: SweepPlan | undefined;
-  outcome?: SweepOutcome;
-  /** What this event means for the aggregate's later events in this run: they wait, or fail with it. */
-  blocks?: "held" | "failed";
-  /** Set when this event is to be parked, with why. */
-  park?: { readonly error: unknown; readonly eventId: string | undefined };
-}
-
 const bySk = (a: Due, b: Due) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0);
 
 /** Creates the outbox sweeper. */
@@ -117,77 +94,9 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
   };
   const now = options.now ?? Date.now;
   const telemetry = options.telemetry;
-  const names = { "#pending": A.pending, "#since": A.pendingSince };
 
-  /** Due events of one shard, oldest first, up to `limit`. */
-  const queryDue = async (
-    shard: string,
-    cutoff: number,
-    limit: number,
-  ): Promise<{ items: Due[]; more: boolean }> => {
-    const items: Due[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const out = await client.send(
-        new QueryCommand({
-          TableName: tableName,
-          IndexName: OUTBOX_PENDING_INDEX,
-          KeyConditionExpression: "#pending = :shard AND #since <= :cutoff",
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ":shard": { S: shard }, ":cutoff": { N: String(cutoff) } },
-          ScanIndexForward: true,
-          Limit: Math.min(limit - items.length, 500),
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of out.Items ?? []) {
-        items.push({ item, since: Number(item[A.pendingSince]?.N ?? 0), sk: item[A.sk]?.S ?? "" });
-      }
-      start = out.LastEvaluatedKey;
-    } while (start && items.length < limit);
-    return { items, more: start !== undefined };
-  };
-
-  const measure = async () => {
-    const t = now();
-    let pendingCount = 0;
-    let oldest: number | undefined;
-    await Promise.all(
-      Array.from({ length: shards }, async (_, s) => {
-        let start: Record<string, AttributeValue> | undefined;
-        do {
-          const out = await client.send(
-            new QueryCommand({
-              TableName: tableName,
-              IndexName: OUTBOX_PENDING_INDEX,
-              KeyConditionExpression: "#pending = :shard",
-              ExpressionAttributeNames: { "#pending": A.pending },
-              ExpressionAttributeValues: { ":shard": { S: String(s) } },
-              Select: "COUNT",
-              ...(start ? { ExclusiveStartKey: start } : {}),
-            }),
-          );
-          pendingCount += out.Count ?? 0;
-          start = out.LastEvaluatedKey;
-        } while (start);
-        const head = await client.send(
-          new QueryCommand({
-            TableName: tableName,
-            IndexName: OUTBOX_PENDING_INDEX,
-            KeyConditionExpression: "#pending = :shard",
-            ExpressionAttributeNames: { "#pending": A.pending, "#since": A.pendingSince },
-            ExpressionAttributeValues: { ":shard": { S: String(s) } },
-            ProjectionExpression: "#since",
-            ScanIndexForward: true,
-            Limit: 1,
-          }),
-        );
-        const since = head.Items?.[0]?.[A.pendingSince]?.N;
-        if (since !== undefined) oldest = Math.min(oldest ?? Number.POSITIVE_INFINITY, Number(since));
-      }),
-    );
-    return { pendingCount, oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, t - oldest) };
-  };
+  const measure = () => measurePending(client, tableName, shards, now());
+  const parking = { client, tableName, sqs, parkingQueueUrl, telemetry };
 
   const orderCheck = createOrderCheck(client, tableName, {
     unnumberedEvents: options.unnumberedEvents ?? process.env[OUTBOX_ENV.unnumberedEvents] !== "false",
@@ -202,7 +111,7 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
   const planDue = async (cutoff: number): Promise<{ plans: SweepPlan[]; truncated: boolean }> => {
     const perShard = Math.max(1, Math.ceil(maxEvents / shards));
     const results = await Promise.all(
-      Array.from({ length: shards }, (_, s) => queryDue(String(s), cutoff, perShard)),
+      Array.from({ length: shards }, (_, s) => queryDue(client, tableName, String(s), cutoff, perShard)),
     );
     const due = results.flatMap((r) => r.items).sort((a, b) => a.since - b.since || bySk(a, b));
     const chains = await orderCheck.chains(
@@ -226,78 +135,11 @@ export function createOutboxSweeper(options: OutboxSweeperOptions): OutboxSweepe
     return { plans, truncated: results.some((r) => r.more) };
   };
 
-  /** A slice: the events to publish (an aggregate's event after one that failed or is parked waits). */
-  const decide = (slice: ReadonlyArray<SweepPlan>) => {
-    const events: Array<{ plan: SweepPlan; event: OutboxEvent }> = [];
-    for (const plan of slice) {
-      const blocked = plan.before?.blocks;
-      if (blocked) {
-        plan.outcome = blocked;
-        plan.blocks = blocked;
-        continue;
-      }
-      try {
-        events.push({ plan, event: parseOutboxItem(plan.due.item) });
-      } catch (error) {
-        plan.park = { error, eventId: plan.due.item[A.eventId]?.S };
-        plan.blocks = "held";
-      }
-    }
-    return events;
-  };
-
-  const publishSlice = async (events: ReadonlyArray<{ plan: SweepPlan; event: OutboxEvent }>) => {
-    const outcomes = await publisher.publish(events.map((e) => e.event));
-    outcomes.forEach((o, n) => {
-      const { plan, event } = events[n]!;
-      if (o.status === "published") plan.outcome = "republished";
-      else if (o.status === "rejected") {
-        plan.park = { error: o.error, eventId: event.eventId };
-        plan.blocks = "held";
-      } else if (plan.before?.blocks === "held") {
-        plan.outcome = plan.blocks = "held"; // behind an earlier event of its aggregate that this run parks
-      } else {
-        plan.outcome = plan.blocks = "failed";
-        telemetry?.logger.warn("sweeper: republish failed; next run retries", {
-          eventId: event.eventId,
-          error: describeError(o.error),
-        });
-      }
-    });
-  };
-
-  const parkSlice = async (slice: ReadonlyArray<SweepPlan>, settledAt: number) => {
-    for (const plan of slice) {
-      if (!plan.park) continue;
-      const { item } = plan.due;
-      try {
-        await park(
-          {
-            key: { pk: plan.pk, sk: item[A.sk]?.S ?? "" },
-            image: item,
-            eventId: plan.park.eventId,
-            error: plan.park.error,
-            source: `sweeper:${tableName}`,
-            consumer: "outbox-sweeper",
-          },
-          { client, tableName, sqs, parkingQueueUrl, now: settledAt },
-        );
-        plan.outcome = "parked";
-      } catch (error) {
-        plan.outcome = "failed";
-        telemetry?.logger.error("sweeper: parking failed; next run retries", {
-          eventId: plan.park.eventId,
-          error: describeError(error),
-        });
-      }
-    }
-  };
-
   /** One slice through its stages: decide, publish, park, clear the published markers. */
   const sweepSlice = async (slice: ReadonlyArray<SweepPlan>) => {
-    await publishSlice(decide(slice));
+    await publishSlice(decide(slice), publisher, telemetry);
     const settledAt = now();
-    await parkSlice(slice, settledAt);
+    await parkSlice(slice, settledAt, parking);
     const published = slice.filter((p) => p.outcome === "republished").map((p) => p.due.item);
     const cleared = await clearPendingFenced(client, tableName, published, "sweeper", settledAt);
     if (cleared.failed && telemetry) telemetry.count(METRIC.outboxMarkFailures, cleared.failed);

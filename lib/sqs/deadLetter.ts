@@ -40,13 +40,14 @@ export function toSdkAttributes(
 /**
  * Parks a record in a dead-letter queue: the body untouched, the user's attributes kept, the
  * failure context packed alongside. Resolves only once SQS has accepted the message; the caller
- * acks the source record only after that.
+ * acks the source record only after that. `abortSignal` (the settlement deadline) cancels the call.
  */
 export async function parkInDeadLetterQueue(
   sqs: SQSClient,
   deadLetterUrl: string,
   record: SQSRecord,
   context: FailureContext,
+  abortSignal?: AbortSignal,
 ): Promise<void> {
   // A redriven copy keeps the id its original was deduplicated under, through every later park.
   const strings = Object.fromEntries(
@@ -58,6 +59,8 @@ export async function parkInDeadLetterQueue(
     contextToHeaders(carried ? { ...context, messageId: carried } : context),
   );
   const fifo = deadLetterUrl.endsWith(".fifo");
+  // A group SQS accepted on the source queue, so a valid one here too: kept as it is (not through
+  // `toFifoId`, which would move an id with a `~` to another group than its source's).
   const group = record.attributes.MessageGroupId;
   await sqs.send(
     new SendMessageCommand({
@@ -76,5 +79,6 @@ export async function parkInDeadLetterQueue(
           ? { MessageGroupId: group }
           : {}),
     }),
+    abortSignal ? { abortSignal } : {},
   );
 }

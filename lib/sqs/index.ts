@@ -1,27 +1,12 @@
-/** The SQS side of the library. See the README. */
+/**
+ * reliable-consumers/sqs: the SQS consumer. `sqsConsumer(handler, config)` is the Lambda handler
+ * (a Middy handler: `.use()` adds yours); `sqsBatchMiddleware` is its batch-level middleware (event
+ * shape, metrics) for your own Middy chain. See the SQS guide.
+ */
 
-export { PermanentError, TransientError } from "../core/errors.ts";
-export {
-  CONTEXT_ATTRIBUTE,
-  FOLDED_ATTRIBUTE,
-  packAttributes,
-  unpackAttributes,
-} from "./attributePacking.ts";
-export { parkInDeadLetterQueue } from "./deadLetter.ts";
-export { QueueNotFoundError } from "./errors.ts";
-export { type QueueInfo, QueueResolver } from "./queueResolver.ts";
-export {
-  createSqsBatchProcessor,
-  type IdempotencyOptions,
-  type RecordContext,
-  SQS_CONSUMER_DEFAULTS,
-  type SqsConsumerOptions,
-  type SqsRecordHandler,
-} from "./sqsBatchProcessor.ts";
+export type { BackoffPolicy } from "./backoff.ts";
+export { type RecordContext, SQS_CONSUMER_DEFAULTS, type SqsRecordHandler } from "./sqsBatchProcessor.ts";
 export { createSqsClient } from "./sqsClient.ts";
 export { type SqsConsumerConfig, sqsBatchMiddleware, sqsConsumer } from "./sqsConsumer.ts";
-export { SQS_ENVELOPE_DEFAULTS, type SqsEnvelopeOptions, toSqsEnvelope } from "./sqsEnvelope.ts";
-export { assertSqsEvent, parseQueueArn, type QueueRef } from "./sqsEvent.ts";
-export { chunkSqsBatch, SQS_LIMITS, sqsEntryBytes } from "./sqsLimits.ts";
-export { changeVisibility, MAX_VISIBILITY_SECONDS, type VisibilityChange } from "./visibility.ts";
-export { type HeartbeatOptions, type HeartbeatQueue, VisibilityHeartbeat } from "./visibilityHeartbeat.ts";
+export { FIFO_ID_PATTERN, SQS_LIMITS } from "./sqsLimits.ts";
+export type { HeartbeatOptions } from "./visibilityHeartbeat.ts";

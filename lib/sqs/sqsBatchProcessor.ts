@@ -2,6 +2,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSRecord } from "aws-lambda";
 import type { RecordPlan } from "../batch/batchPlan.ts";
+import type { Timer } from "../batch/lambdaDeadline.ts";
 import type { Invocation } from "../batch/recordRun.ts";
 import {
   type BatchAdapter,
@@ -29,6 +30,14 @@ export const SQS_CONSUMER_DEFAULTS = {
   concurrency: 50,
   /** Stop starting records when less Lambda time than this remains (ms). */
   timeMarginMs: 5000,
+  /**
+   * Lambda time kept for what comes after the run (ms): the records that react to their signal at
+   * the run deadline, then the completions, the requeue of healthy records, parking, the retry
+   * visibilities, each bounded by the settlement deadline (`lambdaDeadline.ts`). About four
+   * sequential round trips at a few hundred ms each under load, with room for an SDK retry, plus
+   * the answer margin (500 ms).
+   */
+  settleReserveMs: 3000,
   /** Visibility backoff for transient failures: base 2 s, cap 900 s, full jitter. */
   backoff: DEFAULT_BACKOFF as BackoffPolicy,
 };
@@ -50,6 +59,13 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
   readonly concurrency?: number;
   /** @default SQS_CONSUMER_DEFAULTS.timeMarginMs */
   readonly timeMarginMs?: number;
+  /**
+   * Lambda time kept after the run for settling the batch (ms): at this much left, running
+   * records' signals abort (`RecordTimeoutError`); a record still running halfway to the answer
+   * margin is handed back unfinished. At least the answer margin (500 ms) is kept whatever the value.
+   * @default SQS_CONSUMER_DEFAULTS.settleReserveMs
+   */
+  readonly settleReserveMs?: number;
   /** @default SQS_CONSUMER_DEFAULTS.backoff */
   readonly backoff?: BackoffPolicy;
   /** Where permanent failures go. @default DLQ_URL, else the source queue's RedrivePolicy target */
@@ -70,6 +86,8 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
   readonly telemetry: Telemetry;
   /** Injectable clock (tests). */
   readonly now?: () => number;
+  /** Injectable timer for the invocation's deadlines (tests). @default setTimeout */
+  readonly timer?: Timer;
 }
 
 /** The record, the Lambda context, and a signal that aborts when its lease is lost or the time is up. */
@@ -103,7 +121,11 @@ export function createSqsBatchProcessor<T>(handler: SqsRecordHandler<T>, options
   ): Promise<SQSBatchResponse> {
     assertSqsEvent(event);
     const invocation = batch.open(context, lambdaSignal);
-    const settle = sqsSettlement({ ...settlementDeps, consumer: invocation.consumer });
+    const settle = sqsSettlement({
+      ...settlementDeps,
+      consumer: invocation.consumer,
+      deadline: invocation.deadline.settle,
+    });
     const adapter = sqsAdapter<T>(event.Records, settle, options, invocation);
     return runBatch(event.Records, adapter, batch.settings, invocation);
   };
@@ -138,7 +160,15 @@ function sqsAdapter<T>(
   };
 }
 
-/** One visibility heartbeat for the batch, tracking every record that will run until it ends. */
+/**
+ * One visibility heartbeat for the batch, tracking every record of it until the answer. A record
+ * that finished early (processed, parked, a copy of another) is still in flight: Lambda deletes it
+ * only after the answer. Left unextended on a queue whose visibility timeout is near the function
+ * timeout (what the heartbeat allows), it would come back while the batch still runs, to another
+ * invocation: a processed one as a duplicate, a parked one (its lease given back) parked a second
+ * time. So nothing is untracked when it finishes; the heartbeat stops before the answer, whose
+ * retry visibilities then land last.
+ */
 function heartbeatWatch<T>(
   records: ReadonlyArray<SQSRecord>,
   settle: ReturnType<typeof sqsSettlement>,
@@ -148,12 +178,11 @@ function heartbeatWatch<T>(
   let heartbeat: VisibilityHeartbeat | undefined;
   const { dedup, remainingMs, started } = invocation;
   return {
-    start(plans) {
+    start() {
       heartbeat = settle.startHeartbeat(records[0], { dedup, remainingMs, started, options });
-      for (const p of plans)
-        heartbeat?.track(p.record.messageId, p.record.receiptHandle, undefined, () => {});
+      for (const r of records) heartbeat?.track(r.messageId, r.receiptHandle, undefined, () => {});
     },
-    finished: (p) => heartbeat?.untrack(p.record.messageId),
+    finished: () => undefined,
     stop: async () => heartbeat?.stop(),
   };
 }

@@ -16,7 +16,22 @@ export const SQS_LIMITS = {
   maxDelaySeconds: 900,
   /** A message's visibility, counted from its receive (12 h). */
   maxVisibilitySeconds: 43_200,
+  /** The longest MessageGroupId or MessageDeduplicationId (see `FIFO_ID_PATTERN`). */
+  maxFifoIdLength: 128,
+  /** The longest queue name, a FIFO queue's `.fifo` suffix included (see `QUEUE_NAME_PATTERN`). */
+  maxQueueNameLength: 80,
 } as const;
+
+/** The characters of a queue name, its `.fifo` suffix aside: alphanumerics, `-` and `_` (CreateQueue). */
+export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * What SQS accepts as a MessageGroupId or MessageDeduplicationId: 1 to 128 alphanumeric characters
+ * (a-z, A-Z, 0-9) and punctuation (`` !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ ``), per the SendMessage API
+ * reference: every printable ASCII character but the space, and nothing else (no space, no letter
+ * outside ASCII). The same rule holds for a fair queue's group id on a standard queue.
+ */
+export const FIFO_ID_PATTERN = new RegExp(`^[\\x21-\\x7E]{1,${SQS_LIMITS.maxFifoIdLength}}$`);
 
 /** What SQS counts of one entry against the message and batch limits. */
 export function sqsEntryBytes(entry: {

@@ -6,6 +6,7 @@
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { type RecordPlan, unfinishedOf } from "../batch/batchPlan.ts";
+import { beforeDeadline } from "../batch/lambdaDeadline.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import {
   classifyError,
@@ -13,10 +14,10 @@ import {
   InProgressElsewhereError,
   isHealthyUnfinished,
 } from "../core/errors.ts";
-import { CONTEXT_HEADERS, failureContext } from "../core/failureContext.ts";
+import { failureContext } from "../core/failureContext.ts";
 import type { DedupStore } from "../dedup/dedupStore.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
-import { packAttributes } from "./attributePacking.ts";
+import { fitAttributes, withMessageId } from "./attributePacking.ts";
 import { type BackoffPolicy, fullJitterDelaySeconds } from "./backoff.ts";
 import { parkInDeadLetterQueue, plainAttributes, toSdkAttributes } from "./deadLetter.ts";
 import type { QueueInfo, QueueResolver } from "./queueResolver.ts";
@@ -34,13 +35,19 @@ export interface SqsSettlementDeps {
   readonly deadLetterUrl: string | undefined;
   readonly consumer: string;
   readonly now: () => number;
+  /**
+   * The settlement deadline (`lambdaDeadline`): every call made here is cancelled when it aborts,
+   * and a record whose call did not answer by then is not acked on its account.
+   */
+  readonly deadline: AbortSignal;
 }
 
 const receiveCount = (record: SQSRecord) => Number(record.attributes.ApproximateReceiveCount ?? 1);
 
 export function sqsSettlement(deps: SqsSettlementDeps) {
-  const { sqs, telemetry, backoff } = deps;
+  const { sqs, telemetry, backoff, deadline } = deps;
   const queues = new Map<string, Promise<QueueInfo | undefined>>();
+  // A lookup not answered by the settlement deadline is a queue not found (nothing acked for it).
   const queueOf = (arn: string) => {
     let q = queues.get(arn);
     if (!q) {
@@ -50,7 +57,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
       });
       queues.set(arn, q);
     }
-    return q;
+    return beforeDeadline(q, deadline).catch(() => undefined);
   };
   const retry = (record: SQSRecord, error: unknown, atLeastSeconds = 0) =>
     unfinished(error, Math.max(fullJitterDelaySeconds(receiveCount(record), backoff), atLeastSeconds));
@@ -68,7 +75,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     }
     const firstReceive = Number(record.attributes.ApproximateFirstReceiveTimestamp);
     try {
-      await parkInDeadLetterQueue(
+      const parked = parkInDeadLetterQueue(
         sqs,
         deadLetterUrl,
         record,
@@ -81,7 +88,9 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
             attempt > 1 && firstReceive ? new Date(firstReceive).toISOString() : undefined,
           originalQueue: record.eventSourceARN,
         }),
+        deadline,
       );
+      await beforeDeadline(parked, deadline);
     } catch (parkError) {
       // Not parked means not acked: the record stays in the source queue.
       telemetry.count(METRIC.parkFailures);
@@ -159,12 +168,14 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
     chunk: ReadonlyArray<{ plan: RecordPlan<SQSRecord, unknown>; entry: ReturnType<typeof copyEntry> }>,
   ) {
     const byId = new Map(chunk.map((c) => [c.entry.Id, c.plan]));
-    const out = await sqs
-      .send(new SendMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((c) => c.entry) }))
-      .catch((error: unknown) => {
-        telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
-        return { Successful: [] };
-      });
+    const send = sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((c) => c.entry) }),
+      { abortSignal: deadline },
+    );
+    const out = await beforeDeadline(send, deadline).catch((error: unknown) => {
+      telemetry.logger.warn("could not requeue healthy records", { error: describeError(error) });
+      return { Successful: [] };
+    });
     for (const ok of out.Successful ?? []) {
       const p = ok.Id === undefined ? undefined : byId.get(ok.Id);
       if (!p) continue;
@@ -191,6 +202,7 @@ export function sqsSettlement(deps: SqsSettlementDeps) {
           sqs,
           q.url,
           changes.map((c) => ({ ...c, seconds: Math.min(c.seconds, MAX_VISIBILITY_SECONDS) })),
+          deadline,
         );
         if (failed.length > 0)
           telemetry.logger.warn("could not set retry visibility", { messageIds: failed });
@@ -246,19 +258,17 @@ function copyEntry(p: RecordPlan<SQSRecord, unknown>, j: number) {
 }
 
 /**
- * The copy keeps the user's attributes; a dedup id that came from the broker (the messageId, which
- * the copy will not share) rides along as `x-message-id`, which key resolution honours. SQS allows
- * 10 attributes: when the user's already fill them, the copy carries them folded together with the
- * id in one attribute (`x-folded-attributes`, the dead-letter packing), which key resolution, the
- * envelope's headers, parking and the redrive tool unfold. Dropping the id instead would let the copy
- * run again under its new messageId while another invocation may hold the original (a duplicate
- * effect); dropping a user attribute would lose it.
+ * The copy keeps the user's attributes and carries the id its record deduplicated under
+ * (`withMessageId`): a producer id, one carried from a redrive (inside `x-failure-context` or
+ * `x-folded-attributes`, which `plainAttributes` leaves out) or the broker's messageId, which the
+ * copy will not share. Checking only for a broker id lost a carried one: the copy of a redriven
+ * record then ran again under its new messageId while its first delivery could still be running
+ * elsewhere (issue 34). A business key needs nothing: it is read from the body again. Unfolded
+ * attributes past SQS's 10 (a folded record's) are folded again.
  */
 function copyAttributes(p: RecordPlan<SQSRecord, unknown>) {
   const attributes = plainAttributes(p.record);
-  const id = p.decoded.ok ? p.decoded.envelope : undefined;
-  if (id?.idSource !== "broker" || attributes[CONTEXT_HEADERS.messageId] !== undefined) return attributes;
-  if (Object.keys(attributes).length < SQS_LIMITS.maxAttributes)
-    return { ...attributes, [CONTEXT_HEADERS.messageId]: { DataType: "String", StringValue: id.id } };
-  return packAttributes(attributes, { [CONTEXT_HEADERS.messageId]: id.id });
+  const envelope = p.decoded.ok ? p.decoded.envelope : undefined;
+  if (!envelope || envelope.idSource === "business") return fitAttributes(attributes);
+  return withMessageId(attributes, envelope.id);
 }

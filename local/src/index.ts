@@ -59,9 +59,8 @@ export {
   createStreamPoller,
   type StreamPoller,
   type StreamPollerOptions,
-  toLambdaImage,
-  toStreamRecord,
 } from "./services/dynamodb/streamPoller.ts";
+export { toLambdaImage, toStreamRecord } from "./services/dynamodb/streamRecord.ts";
 export { type KafkaCluster, type KafkaClusterOptions, startKafkaCluster } from "./services/kafka/cluster.ts";
 export { type KafkaMock, type KafkaMockOptions, startKafkaMock } from "./services/kafka/mock.ts";
 export { type ConsumedRecord, toMskEvent } from "./services/kafka/mskEventBuilder.ts";

@@ -66,7 +66,7 @@ function expectConfluentSecretAndEnv(t: Template, moreEnv: Record<string, unknow
 }
 
 describe("addMskTrigger({ schemaRegistry })", () => {
-  it("Glue: SchemaRegistryConfig on every mapping, glue:GetSchemaVersion granted, the mode in the environment", () => {
+  it("Glue: SchemaRegistryConfig on the main topic's mapping only, glue:GetSchemaVersion granted, the mode in the environment", () => {
     const t = synth({
       kind: "glue",
       registryArn: "arn:aws:glue:eu-west-1:111122223333:registry/payments",
@@ -75,7 +75,12 @@ describe("addMskTrigger({ schemaRegistry })", () => {
     });
     const mappings = t.findResources("AWS::Lambda::EventSourceMapping");
     expect(Object.keys(mappings)).toHaveLength(2); // payments and payments.retry.1m
-    for (const m of Object.values(mappings)) {
+    // The retry topic's copies carry what the function got, which a registry could not read
+    // (issue 34 item 1): its mapping has none.
+    const rung = Object.values(mappings).find((m) => m.Properties.Topics[0] === "payments.retry.1m")!;
+    expect(rung.Properties.AmazonManagedKafkaEventSourceConfig.SchemaRegistryConfig).toBeUndefined();
+    expect(rung.Properties.ProvisionedPollerConfig).toBeDefined();
+    for (const m of Object.values(mappings).filter((m) => m !== rung)) {
       expect(m.Properties.AmazonManagedKafkaEventSourceConfig.SchemaRegistryConfig).toEqual({
         SchemaRegistryURI: "arn:aws:glue:eu-west-1:111122223333:registry/payments",
         EventRecordFormat: "SOURCE",
@@ -104,7 +109,11 @@ describe("addMskTrigger({ schemaRegistry })", () => {
       url: "https://registry.example.com",
       secret: new secretsmanager.Secret(stack, "RegistryCredentials"),
     }));
-    for (const m of Object.values(t.findResources("AWS::Lambda::EventSourceMapping"))) {
+    const mappings = Object.values(t.findResources("AWS::Lambda::EventSourceMapping"));
+    expect(
+      mappings.filter((m) => m.Properties.AmazonManagedKafkaEventSourceConfig.SchemaRegistryConfig),
+    ).toHaveLength(1);
+    for (const m of mappings.filter((m) => m.Properties.Topics[0] === "payments")) {
       expect(m.Properties.AmazonManagedKafkaEventSourceConfig.SchemaRegistryConfig).toMatchObject({
         SchemaRegistryURI: "https://registry.example.com",
         EventRecordFormat: "JSON",

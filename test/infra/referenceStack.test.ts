@@ -1,14 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
-import { DEDUP_DEFAULTS } from "reliable-consumers";
 import { LAMBDA_ENV, ladderRuntimeConfig } from "reliable-consumers/cdk";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { beforeAll, describe, expect, it } from "vitest";
 import { REFERENCE_ENV } from "../../infra/referenceEnv.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
 import { GUARD_PLUGIN } from "../../lib/cdk/guardAcknowledgements.ts";
-import { DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
+import { DEDUP_DEFAULTS, DEDUP_TABLE_ACTIONS } from "../../lib/dedup/schema.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import {
   acknowledgements,
   findingsOf,
@@ -465,7 +464,9 @@ describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
     expect(groups).toContain(groupArn("payment-consumer"));
     expect(groups).toContain(groupArn("payment-consumer.retry.5s"));
     expect(actionsOn("kafka-cluster:DescribeGroup").sort()).toEqual([...groups].sort());
-    expect(actionsOn("kafka:GetBootstrapBrokers")).toEqual([clusterArn]);
+    expect(actionsOn("kafka:DescribeClusterV2")).toEqual([clusterArn]);
+    // No resource-level permission: IAM allows it only on * (issue 34 item 7).
+    expect(actionsOn("kafka:GetBootstrapBrokers")).toEqual(["*"]);
     // The idempotent producer (retry ladder, DLQ) needs WriteDataIdempotently on the cluster (issue 21).
     expect(actionsOn("kafka-cluster:WriteDataIdempotently")).toEqual([clusterArn]);
     expect(
@@ -487,7 +488,8 @@ describe("Kafka: MSK trigger, retry ladder topics, IAM", () => {
         const wildcard = res.some((r: unknown) => typeof r === "string" && r.includes("*"));
         if (wildcard) {
           expect(res).toEqual(["*"]);
-          for (const a of asList(s.Action)) expect(a).toMatch(/^ec2:|^dynamodb:ListStreams$/);
+          for (const a of asList(s.Action))
+            expect(a).toMatch(/^ec2:|^dynamodb:ListStreams$|^kafka:GetBootstrapBrokers$/);
         }
         for (const a of asList(s.Action)) expect(a).not.toMatch(/\*/);
       }

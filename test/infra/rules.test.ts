@@ -1,5 +1,4 @@
 import { App, Token } from "aws-cdk-lib";
-import { DEDUP_DEFAULTS } from "reliable-consumers";
 import {
   ConsumerRuleError,
   checkDedupWindow,
@@ -26,6 +25,7 @@ import { describe, expect, it } from "vitest";
 import { CONTEXT_DEFAULTS, readContext } from "../../infra/config.ts";
 import { ORDER_EVENTS_LADDER } from "../../infra/stacks/referenceServiceStack.ts";
 import { formatSeconds } from "../../lib/cdk/rules.ts";
+import { DEDUP_DEFAULTS } from "../../lib/dedup/schema.ts";
 import { planTopic, TopicShrinkError } from "../../lib/handlers/kafkaTopics/plan.ts";
 import {
   defaultHeartbeatAfterMs,

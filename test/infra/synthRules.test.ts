@@ -221,6 +221,55 @@ describe("dedup window vs. retry paths", () => {
   });
 });
 
+describe("issue 34 item 6: queue names SQS accepts, the DLQ's included", () => {
+  const queueNames = (stack: Stack) =>
+    Object.values(Template.fromStack(stack).findResources("AWS::SQS::Queue")).map(
+      (r) => (r as { Properties: { QueueName?: string } }).Properties.QueueName,
+    );
+  const queue = (name: string, fifo: boolean) => {
+    const stack = new Stack(testApp(), "S");
+    new QueueWithDlq(stack, "Q", { queueName: name, fifo, consumerTimeout: Duration.seconds(30) });
+    return stack;
+  };
+
+  it("a FIFO queueName of 72 to 75 characters fails synth, saying how long it may be; 71 names a DLQ of 80", () => {
+    for (const length of [72, 75]) {
+      const name = "q".repeat(length);
+      expect(ruleCodeOf(() => queue(name, true))).toBe("QueueNameTooLong");
+      expect(() => queue(name, true)).toThrow(
+        new RegExp(
+          `^\\[QueueNameTooLong\\] S/Q: queueName '${name}' is ${length} characters: its DLQ '${name}-dlq\\.fifo' would be ${length + 9}, over SQS's 80 .*at most 71 characters on a FIFO queue`,
+        ),
+      );
+    }
+    const fits = queueNames(queue("q".repeat(71), true));
+    expect(fits.map((n) => n?.length).sort()).toEqual([76, 80]);
+    expect(fits).toContain(`${"q".repeat(71)}-dlq.fifo`);
+  });
+
+  it("a standard queueName may be 76 characters (its DLQ 80), not 77", () => {
+    expect(
+      queueNames(queue("s".repeat(76), false))
+        .map((n) => n?.length)
+        .sort(),
+    ).toEqual([76, 80]);
+    expect(ruleCodeOf(() => queue("s".repeat(77), false))).toBe("QueueNameTooLong");
+  });
+
+  it("refuses characters SQS refuses, and a '.fifo' the construct appends itself", () => {
+    expect(ruleCodeOf(() => queue("orders.v2", false))).toBe("QueueNameInvalid");
+    expect(() => queue("orders.fifo", true)).toThrow(/leave out '\.fifo': it is appended for you/);
+  });
+
+  it("leaves a generated name as it was: 75 characters at most, the DLQ named by CloudFormation", () => {
+    const stack = new Stack(testApp(), "S".repeat(60));
+    new QueueWithDlq(stack, "Q".repeat(60), { fifo: true, consumerTimeout: Duration.seconds(30) });
+    const names = queueNames(stack);
+    expect(names.filter((n) => n === undefined)).toHaveLength(1);
+    expect(names.find((n) => n !== undefined)?.length).toBeLessThanOrEqual(80);
+  });
+});
+
 describe("other synth-time guards", () => {
   it("refuses a missing handler unless stubs are allowed", () => {
     expect(

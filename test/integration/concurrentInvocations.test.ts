@@ -2,12 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { createDedupStore, METRIC } from "reliable-consumers";
-import {
-  createKafkaBatchProcessor,
-  createRetryLadder,
-  disconnectAllKafkaProducers,
-  getKafkaProducer,
-} from "reliable-consumers/kafka";
+import { createRetryLadder, disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import {
   type ConsumedRecord,
@@ -19,6 +14,7 @@ import {
 } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

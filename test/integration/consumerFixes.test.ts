@@ -10,15 +10,21 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
-import { createDedupStore, createIdempotency, METRIC } from "reliable-consumers";
-import { createKafkaBatchProcessor, getKafkaProducer } from "reliable-consumers/kafka";
-import { createSqsClient, sqsConsumer, TransientError } from "reliable-consumers/sqs";
+import { createDedupStore, METRIC, TransientError } from "reliable-consumers";
+import { getKafkaProducer } from "reliable-consumers/kafka";
+import { createSqsClient, SQS_CONSUMER_DEFAULTS, sqsConsumer } from "reliable-consumers/sqs";
 import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { RecordTimeoutError } from "../../lib/core/errors.ts";
+import { createIdempotency } from "../../lib/dedup/idempotency.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { packAttributes } from "../../lib/sqs/attributePacking.ts";
+import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
+import { manualClock } from "../support/manualClock.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { describeWithoutSqs } from "../support/sqsSubstrate.ts";
@@ -284,16 +290,31 @@ describeWithoutSqs("issue 14 item 14: a Kafka lease renewal that lands after com
 });
 
 describe("issue 15 item 5: the Lambda deadline reaches each record's signal", () => {
-  it("a running record's signal aborts when the invocation runs out of time", async () => {
-    let reason: unknown = "not aborted";
+  it("a running record's signal aborts at the run's deadline (issue 34 item 8: the settlement reserve before the timeout)", async () => {
+    let aborted!: (reason: unknown) => void;
+    const reason = new Promise((r) => {
+      aborted = r;
+    });
+    let started!: () => void;
+    const running = new Promise<void>((r) => {
+      started = r;
+    });
+    const clock = manualClock(30_000);
     const handler = sqsConsumer<{ id: string }>(
       async (_envelope, { signal }) => {
-        reason = await new Promise((resolve) => {
-          signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
-          setTimeout(() => resolve("not aborted"), 2_000);
-        });
+        started();
+        await new Promise<void>((resolve) =>
+          signal.addEventListener(
+            "abort",
+            () => {
+              aborted(signal.reason);
+              resolve();
+            },
+            { once: true },
+          ),
+        );
       },
-      { idempotency: false, heartbeat: false, timeMarginMs: 0 },
+      { idempotency: false, heartbeat: false, timeMarginMs: 0, timer: clock.timer },
     );
     const record = {
       messageId: "m-1",
@@ -306,15 +327,11 @@ describe("issue 15 item 5: the Lambda deadline reaches each record's signal", ()
       eventSourceARN: "arn:aws:sqs:us-east-1:000000000000:deadline",
       awsRegion: "us-east-1",
     };
-    const deadline = Date.now() + 300;
-    const context = {
-      functionName: "f",
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    } as unknown as Parameters<typeof handler>[1];
-    // Middy answers with its early-timeout response (an error) just before the deadline.
-    await handler({ Records: [record] } as never, context).catch(() => undefined);
-    await sleep(100);
-    expect(reason).not.toBe("not aborted");
+    const answer = handler({ Records: [record] } as never, clock.context());
+    await running;
+    expect(clock.next().remainingMs).toBe(SQS_CONSUMER_DEFAULTS.settleReserveMs);
+    expect(await reason).toBeInstanceOf(RecordTimeoutError);
+    await answer;
   });
 });
 
@@ -459,5 +476,76 @@ describe("issue 21: the requeue of healthy records respects SQS's batch limits",
     expect(envelope.id).toBe(sent.MessageId);
     expect(envelope.idSource).not.toBe("broker");
     for (let i = 0; i < 10; i++) expect(envelope.headers[`a${i}`]).toBe(`v${i}`);
+  });
+});
+
+describe("issue 34 item 2: every copy carries the id its record deduplicated under", () => {
+  /**
+   * The consumer's own SQS client, with its copies sent without their delay: a copy waits out the
+   * holder's lease (minutes here, so the holder holds throughout with no renewal racing the clock);
+   * this test is about what a copy carries, not when it comes back.
+   */
+  function copiesWithoutDelay() {
+    const client = createSqsClient();
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { Entries?: Array<{ DelaySeconds?: number }> };
+        for (const entry of input.Entries ?? []) if (entry.DelaySeconds !== undefined) entry.DelaySeconds = 0;
+        return next(args);
+      },
+      { step: "initialize", name: "copiesWithoutDelay" },
+    );
+    return client;
+  }
+
+  it.each([
+    ["beside one user attribute (x-failure-context)", 1],
+    ["folded with 10 user attributes (x-folded-attributes)", 10],
+  ])("a redriven record held elsewhere, its copy and the copy's copy never run again: %s", async (_, n) => {
+    const what = `redriven-${n}`;
+    const q = await queue(what, { maxReceiveCount: 1 });
+    const scope = name(what);
+    const first = `first-delivery-${n}`;
+    // The record's first delivery is still running elsewhere: its holder keeps the key for 10 min.
+    const holder = createDedupStore({ tableName: table, scope, client: ddb, leaseMs: 600_000 });
+    const held = await holder.claim(first);
+    if (held.status !== "claimed") throw new Error(`expected to hold ${first}, got ${held.status}`);
+    // The record as SQS's move task hands it back from the DLQ: the user's attributes and the
+    // context the consumer parked it with, the id inside that context only.
+    const user = Object.fromEntries(
+      Array.from({ length: n }, (_, i) => [`a${i}`, { DataType: "String", StringValue: `v${i}` }]),
+    );
+    const context = { "x-message-id": first, "x-last-error": "TransientError: timeout" };
+    await sendAll(sqs, q.url, [
+      { body: '{"id":"r"}', attributes: toSdkAttributes(packAttributes(user, context)) },
+    ]);
+    let runs = 0;
+    const telemetry = recordingTelemetry();
+    const handler = sqsConsumer(
+      async () => {
+        runs++;
+      },
+      {
+        idempotency: { tableName: table, scope },
+        backoff: { baseSeconds: 0, maxSeconds: 0 },
+        sqsClient: copiesWithoutDelay(),
+        telemetry,
+      },
+    );
+    const trigger = { queueUrl: q.url, queueArn: q.arn, functionName: "f", waitSeconds: 5 };
+    // The redriven record, its copy, and the copy's copy, each on its last receive while held.
+    for (let depth = 0; depth < 3; depth++) {
+      const out = await invokeFromQueue(sqs, handler, trigger);
+      expect(out.received).toBe(1);
+      expect(runs, `the copy of depth ${depth} ran its effect a second time`).toBe(0);
+      expect(telemetry.counts[METRIC.requeued]).toBe(depth + 1);
+    }
+    // The first delivery finishes its effect: the latest copy is its duplicate, acked without a run.
+    await holder.complete(held.lease);
+    const out = await invokeFromQueue(sqs, handler, trigger);
+    expect(out).toMatchObject({ received: 1, failed: [] });
+    expect(runs).toBe(0);
+    expect(telemetry.counts[METRIC.duplicates]).toBe(1);
+    expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(0);
   });
 });

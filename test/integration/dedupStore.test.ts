@@ -1,7 +1,8 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { createDedupStore, KeyReuseError, LeaseLostError } from "reliable-consumers";
+import { createDedupStore } from "reliable-consumers";
 import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { names } from "../support/names.ts";
 import { countRequests } from "../support/requestCounter.ts";
@@ -100,71 +101,82 @@ describe("dedup store", () => {
     expect((await getItem("s2", "k"))?.status?.S).toBe("COMPLETED");
   });
 
-  it("a claim by the holder of a live lease takes it over at once (its invocation died); anyone else waits", async () => {
-    // Issue 26 item 4: Lambda resends a Kafka offset only after the invocation that had it ended. A
-    // lease held under the record's own coordinates was left by an invocation that crashed (out of
-    // memory, killed at its timeout); waiting it out sent the record round the ladder, crash after
-    // crash, where Lambda's bisect, retry limit and destination never saw it.
+  it("a live lease is never taken over, not even by its own delivery; that claim says so (issue 34 item 10)", async () => {
+    // Issue 26 item 4 let a claim under the lease's own delivery (a Kafka offset) take it over, for
+    // an invocation that died holding it. But the same offset can be in two invocations at once
+    // (AWS promises nothing about concurrency): taking over a live lease ran the effect twice.
     for (const maxBatch of [25, 1]) {
-      const scope = `holder-${maxBatch}`;
-      const crashed = createDedupStore({ tableName: table, scope, client, claims: { maxBatch } });
-      const first = await crashed.claim("k", { holder: "orders:3:42" });
-      if (first.status !== "claimed") throw new Error(`expected a claim, got ${first.status}`);
+      const scope = `delivery-${maxBatch}`;
+      let clock = Date.now();
+      const now = () => clock;
+      const first = createDedupStore({ tableName: table, scope, client, claims: { maxBatch }, now });
+      const held = await first.claim("k", { delivery: "orders:3:42" });
+      if (held.status !== "claimed") throw new Error(`expected a claim, got ${held.status}`);
       expect((await getItem(scope, "k"))?.holder?.S).toBe("orders:3:42");
-      // A new environment (the crashed one's module state is gone) claims for the same record.
-      const retry = createDedupStore({ tableName: table, scope, client, claims: { maxBatch } });
-      expect((await retry.claim("k", { holder: "orders.retry.5s:0:7" })).status).toBe("in-progress");
-      expect((await retry.claim("k")).status).toBe("in-progress");
-      const taken = await retry.claim("k", { holder: "orders:3:42" });
-      if (taken.status !== "claimed") throw new Error(`expected a takeover, got ${taken.status}`);
+      // Another environment (module state of its own) claims for the same record, and for others.
+      const second = createDedupStore({ tableName: table, scope, client, claims: { maxBatch }, now });
+      expect(await second.claim("k", { delivery: "orders:3:42" })).toEqual({
+        status: "in-progress",
+        leaseExpiresAtMs: held.lease.expiresAtMs,
+        sameDelivery: true,
+      });
+      expect(await second.claim("k", { delivery: "orders.retry.5s:0:7" })).toEqual({
+        status: "in-progress",
+        leaseExpiresAtMs: held.lease.expiresAtMs,
+      });
+      expect((await second.claim("k")).status).toBe("in-progress");
+      // In the holder's own environment (a second invocation there) the answer is the same.
+      expect(await first.claim("k", { delivery: "orders:3:42" })).toMatchObject({ sameDelivery: true });
+      // A holder that died: its lease ends, and the record's redelivery claims it then.
+      clock = held.lease.expiresAtMs + 1;
+      const taken = await second.claim("k", { delivery: "orders:3:42" });
+      if (taken.status !== "claimed") throw new Error(`expected a claim, got ${taken.status}`);
       expect(taken.lease.attempt).toBe(2);
-      expect(taken.lease.token).not.toBe(first.lease.token);
-      // The dead holder is fenced, as after any takeover.
-      await expect(crashed.complete(first.lease)).rejects.toBeInstanceOf(LeaseLostError);
-      await retry.complete(taken.lease);
-      await retry.flush();
-      expect(await retry.claim("k", { holder: "orders:3:42" })).toEqual({
+      await expect(first.complete(held.lease)).rejects.toBeInstanceOf(LeaseLostError);
+      await second.complete(taken.lease);
+      await second.flush();
+      expect(await second.claim("k", { delivery: "orders:3:42" })).toEqual({
         status: "duplicate",
         result: undefined,
       });
     }
   });
 
-  it("a recorded route frees the key for the copy and answers every routed holder's redelivery with the route (issue 26 item 3)", async () => {
+  it("a recorded route frees the key for the copy and answers every routed delivery's redelivery with the route (issue 26 item 3)", async () => {
     for (const maxBatch of [25, 1]) {
       const scope = `routed-${maxBatch}`;
       const store = createDedupStore({ tableName: table, scope, client, claims: { maxBatch } });
-      const main = await store.claim("k", { holder: "orders:0:5", payloadHash: "h" });
+      const main = await store.claim("k", { delivery: "orders:0:5", payloadHash: "h" });
       if (main.status !== "claimed") throw new Error(`expected a claim, got ${main.status}`);
       await store.recordRoute?.(main.lease, "to retry.5s");
       expect((await getItem(scope, "k"))?.status?.S).toBe("ROUTED");
       // The redelivery of the routed record is recognised; the copy it was sent on as claims.
-      expect(await store.claim("k", { holder: "orders:0:5", payloadHash: "h" })).toEqual({
+      expect(await store.claim("k", { delivery: "orders:0:5", payloadHash: "h" })).toEqual({
         status: "routed",
         route: "to retry.5s",
       });
-      const copy = await store.claim("k", { holder: "orders.retry.5s:0:0", payloadHash: "h" });
+      const copy = await store.claim("k", { delivery: "orders.retry.5s:0:0", payloadHash: "h" });
       if (copy.status !== "claimed") throw new Error(`expected the copy's claim, got ${copy.status}`);
       expect(copy.lease.attempt).toBe(2);
       // While the copy holds it, and after the copy was routed on in its turn, both are recognised.
-      expect((await store.claim("k", { holder: "orders:0:5", payloadHash: "h" })).status).toBe("routed");
+      expect((await store.claim("k", { delivery: "orders:0:5", payloadHash: "h" })).status).toBe("routed");
       await store.recordRoute?.(copy.lease, "to DLQ");
-      for (const holder of ["orders:0:5", "orders.retry.5s:0:0"])
-        expect(await store.claim("k", { holder, payloadHash: "h" })).toEqual({
+      for (const delivery of ["orders:0:5", "orders.retry.5s:0:0"])
+        expect(await store.claim("k", { delivery, payloadHash: "h" })).toEqual({
           status: "routed",
           route: "to DLQ",
         });
-      // A copy replayed from the DLQ (new coordinates), or a claim with no holder, processes it.
-      await expect(store.claim("k", { holder: "orders:0:99", payloadHash: "other" })).rejects.toBeInstanceOf(
-        KeyReuseError,
-      );
-      const replayed = await store.claim("k", { holder: "orders:0:99", payloadHash: "h" });
+      // A copy replayed from the DLQ (new coordinates), or a claim with no delivery, processes it.
+      await expect(
+        store.claim("k", { delivery: "orders:0:99", payloadHash: "other" }),
+      ).rejects.toBeInstanceOf(KeyReuseError);
+      const replayed = await store.claim("k", { delivery: "orders:0:99", payloadHash: "h" });
       if (replayed.status !== "claimed")
         throw new Error(`expected the replay's claim, got ${replayed.status}`);
       await store.complete(replayed.lease);
       await store.flush();
-      expect((await store.claim("k", { holder: "orders:0:5" })).status).toBe("duplicate");
-      // A route is fenced like a completion; without a holder there is nothing to recognise: released.
+      expect((await store.claim("k", { delivery: "orders:0:5" })).status).toBe("duplicate");
+      // A route is fenced like a completion; without a delivery there is nothing to recognise: released.
       await expect(store.recordRoute?.(main.lease, "x")).rejects.toBeInstanceOf(LeaseLostError);
       const plain = await store.claim("plain");
       if (plain.status !== "claimed") throw new Error(`expected a claim, got ${plain.status}`);

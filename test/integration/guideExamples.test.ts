@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { CreateTableCommand, GetItemCommand, PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
 import {
   createAppTable,
@@ -17,40 +17,29 @@ import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue }
 
 /**
  * The guides' examples that talk to Kafka and DynamoDB, run as the guides show them
- * (docs/kafka.md, docs/outbox.md, docs/migrating-from-powertools.md). Each example reads its
- * environment when it is imported, so every test sets it first and imports the example itself.
+ * (docs/kafka.md, docs/outbox.md; the migration guide's run in migrateFromPowertools.test.ts).
+ * Each example reads its environment when it is imported, so every test sets it first and
+ * imports the example itself.
  */
 const name = names(import.meta.url);
 const ddb = dynamodb();
 const sqs = sqsClient();
 const dedupTable = name("dedup");
 const appTable = name("app");
-const powertoolsTable = name("powertools");
 const queues: TestQueue[] = [];
 
 beforeAll(async () => {
   await createDedupTable(ddb, dedupTable);
   await createAppTable(ddb, appTable);
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: powertoolsTable,
-      BillingMode: "PAY_PER_REQUEST",
-      AttributeDefinitions: [{ AttributeName: "id", AttributeType: "S" }],
-      KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
-    }),
-  );
   Object.assign(process.env, {
     DEDUP_TABLE_NAME: dedupTable,
     APP_TABLE_NAME: appTable,
-    IDEMPOTENCY_TABLE_NAME: powertoolsTable,
-    POWERTOOLS_LOG_LEVEL: "SILENT",
-    POWERTOOLS_METRICS_DISABLED: "true",
   });
 });
 afterAll(async () => {
   await disconnectAllKafkaProducers();
   for (const q of queues) await deleteQueues(sqs, q);
-  for (const t of [dedupTable, appTable, powertoolsTable]) await deleteTable(ddb, t);
+  for (const t of [dedupTable, appTable]) await deleteTable(ddb, t);
 });
 
 async function queue(what: string): Promise<TestQueue> {
@@ -179,51 +168,5 @@ describe("docs/outbox.md: the unit of work and the sweeper", () => {
 
     const { sweepOnce } = await import("../../examples/outboxSweep.ts");
     expect(await sweepOnce(appTable)).toMatchObject({ due: 0, republished: 0, pendingCount: 1 });
-  });
-});
-
-describe("docs/migrating-from-powertools.md: before and after", () => {
-  const batch = [
-    { body: '{"orderId":"m-1"}' },
-    { body: '{"orderId":"m-1"}' }, // the same order twice in one batch
-    { body: '{"orderId":"m-2"}' },
-  ];
-  const runs = async (prefix: string) => {
-    const out: Record<string, string | undefined> = {};
-    for (const id of ["m-1", "m-2"]) {
-      const item = await ddb.send(
-        new GetItemCommand({
-          TableName: appTable,
-          Key: { pk: { S: `ORDER#${prefix}${id}` }, sk: { S: "ORDER" } },
-          ConsistentRead: true,
-        }),
-      );
-      out[id] = item.Item?.runs?.N;
-    }
-    return out;
-  };
-  const withPrefix = (prefix: string) => batch.map((m) => ({ body: m.body.replace('"m-', `"${prefix}m-`) }));
-
-  it("Powertools runs each order once but fails the in-batch copy (redelivered); ours acks it", async () => {
-    const before = await queue("before");
-    const after = await queue("after");
-    await sendAll(sqs, before.url, withPrefix("b"));
-    await sendAll(sqs, after.url, withPrefix("a"));
-    const { handler: powertools } = await import("../../examples/powertoolsOrders.ts");
-    const { handler: ours } = await import("../../examples/migratedOrders.ts");
-    const invoke = (q: TestQueue, handler: SqsLambdaHandler) =>
-      invokeFromQueue(sqs, handler, { queueUrl: q.url, queueArn: q.arn, functionName: "orders" });
-
-    const theirs = await invoke(before, powertools);
-    expect(theirs).toMatchObject({ received: 3, deleted: 2 });
-    expect(theirs.failed).toHaveLength(1); // IdempotencyAlreadyInProgressError: the second copy
-    expect(await runs("b")).toEqual({ "m-1": "1", "m-2": "1" });
-
-    expect(await invoke(after, ours as SqsLambdaHandler)).toMatchObject({
-      received: 3,
-      deleted: 3,
-      failed: [],
-    });
-    expect(await runs("a")).toEqual({ "m-1": "1", "m-2": "1" });
   });
 });

@@ -1,20 +1,21 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { logLevel } from "kafkajs";
-import { createDedupStore, MalformedRecordError, PermanentError, TransientError } from "reliable-consumers";
+import { createDedupStore, PermanentError, TransientError } from "reliable-consumers";
 import {
-  createKafkaBatchProcessor,
-  createKafkaProducer,
   createRetryLadder,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  KafkaBatchIncompleteError,
-  type KafkaConsumerOptions,
   type KafkaRecordHandler,
   kafkaConsumer,
-  ladderTopics,
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable, toMskEvent } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MalformedRecordError } from "../../lib/core/errors.ts";
+import { type KafkaDeadLetter, readTopicToEnd } from "../../lib/dlq/kafkaDeadLetters.ts";
+import { KafkaBatchIncompleteError } from "../../lib/kafka/errors.ts";
+import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { createKafkaProducer } from "../../lib/kafka/producer.ts";
+import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,
@@ -23,6 +24,8 @@ import {
   recordsIn,
   type TopicTap,
   tapTopics,
+  type WireRecord,
+  wireRecords,
 } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 
@@ -159,6 +162,59 @@ describe("Kafka consumer: retry topics and dead-letter topic (against the local 
     });
     expect(telemetry.counts.DeadLettered).toBe(1);
     expect(telemetry.counts.RoutedToRetry).toBeUndefined();
+  });
+
+  it("keeps repeated header names, in order, on the retry and dead-letter copies (issue 34 item 4)", async () => {
+    // Kafka lets a name repeat; the copies kept only the last value of each name (a=3, b=2).
+    const topic = name("pay-headers");
+    await declareLadder(ladder, topic);
+    const { process } = processor(async (env) => {
+      if (env.attempt === 1) throw new TransientError("issuer timeout");
+      throw new PermanentError("declined");
+    });
+    const bytes = (s: string) => [...Buffer.from(s)];
+    // What Lambda hands over of a record on the wire, its headers as the list they are there.
+    const eventOf = (t: string, r: WireRecord) => ({
+      eventSource: "aws:kafka",
+      records: {
+        [`${t}-${r.partition}`]: [
+          {
+            topic: t,
+            partition: r.partition,
+            offset: r.offset,
+            timestamp: 1,
+            key: b64(r.key ?? ""),
+            value: b64(r.value ?? ""),
+            headers: r.headers.map(([n, v]) => ({ [n]: bytes(v) })),
+          },
+        ],
+      },
+    });
+    const user = [
+      ["a", "1"],
+      ["b", "2"],
+      ["a", "3"],
+    ];
+    await getKafkaProducer().send(topic, [
+      { key: "k", value: "{}", partition: 0, headers: user.map(([n, v]) => ({ name: n!, value: v! })) },
+    ]);
+    const [main] = await wireRecords(topic);
+    expect(main!.headers).toEqual(user);
+    expect(await process(eventOf(topic, main!), lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [retried] = await wireRecords(`${topic}.retry.150ms`);
+    expect(retried!.headers.slice(0, 3)).toEqual(user);
+    expect(retried!.headers.slice(3).map(([n]) => n)).toContain("x-retry-count");
+    expect(await process(eventOf(`${topic}.retry.150ms`, retried!), lambdaContext())).toEqual({
+      batchItemFailures: [],
+    });
+    const [dead] = await wireRecords(`${topic}.DLQ`);
+    expect(dead!.headers.slice(0, 3)).toEqual(user);
+    expect(dead!.headers.filter(([n]) => n === "x-retry-count")).toEqual([["x-retry-count", "2"]]);
+    // The DLQ tooling reads it with kafkajs, which folds a repeated name into an array: both kept.
+    const letters: KafkaDeadLetter[] = [];
+    await readTopicToEnd(`${topic}.DLQ`, async (batch) => void letters.push(...batch));
+    const h = letters[0]!.message.headers!;
+    expect([h.a, h.b].map((v) => (Array.isArray(v) ? v.map(String) : String(v)))).toEqual([["1", "3"], "2"]);
   });
 
   it("bad input (bad header bytes, undecodable values, bad JSON) gets typed errors and reaches the dead-letter topic; binary headers and tombstones are not bad input", async () => {
@@ -464,46 +520,126 @@ describe("Kafka consumer: partial batch responses, ordering and time", () => {
     expect((await other.claim("orders:0:1")).status).toBe("duplicate");
   });
 
-  it("a record redelivered after its invocation crashed takes the lease that invocation left, and runs", async () => {
+  it("a record redelivered after its invocation crashed waits out the lease it left, goes back to Lambda, and runs once the lease is over", async () => {
     // Issue 26 item 4: the lease a crashed invocation left (out of memory, killed at its timeout)
     // read as "in progress elsewhere", so the redelivered record was routed to the retry topic,
-    // where it crashed the function again a lease later, for ever. Taken over at once, it crashes
-    // under Lambda's eyes: bisected, counted, finally written to the DLQ topic by Lambda.
+    // where it crashed the function again a lease later, for ever. Issue 34 item 10: taking that
+    // lease over at once ran the effect twice when its holder was alive (one offset in two
+    // invocations at once). Now the record waits what the invocation may for the lease to end and
+    // goes back to Lambda, which retries, counts and finally dead-letters a record that keeps
+    // crashing; a key held under another record's coordinates still goes round the ladder.
     const scope = name("crashed");
     const topic = name("crashed-topic");
     await declareLadder(ladder, topic);
+    let clock = Date.now();
     const crashed = createDedupStore({ tableName: table, scope, client: ddb });
     // What the dead invocation left: a live lease under the record's coordinates (and another
     // record's key, held by a live invocation of some other record, which stays held).
-    expect((await crashed.claim("m-1", { holder: `${topic}:0:5` })).status).toBe("claimed");
-    expect((await crashed.claim("m-2", { holder: `${topic}.retry.150ms:0:9` })).status).toBe("claimed");
+    const dead = await crashed.claim("m-1", { delivery: `${topic}:0:5` });
+    if (dead.status !== "claimed") throw new Error(`expected a claim, got ${dead.status}`);
+    expect((await crashed.claim("m-2", { delivery: `${topic}.retry.150ms:0:9` })).status).toBe("claimed");
     const ran: string[] = [];
+    const waits: number[] = [];
     const { process, telemetry } = processor<{ i: number }>(
       async (env) => {
         ran.push(env.id);
       },
-      { idempotency: { tableName: table, scope } },
+      {
+        idempotency: { tableName: table, scope, now: () => clock },
+        now: () => clock,
+        // The test's clock: a wait moves it on, as the wait would.
+        sleep: async (ms) => {
+          waits.push(ms);
+          clock += ms;
+        },
+      },
     );
     const h = (id: string) => [{ "message-id": [...Buffer.from(id)] }];
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${topic}-0`]: [
+          { ...rec(0, 5, "a", { i: 1 }, { headers: h("m-1") }), topic },
+          { ...rec(0, 6, "b", { i: 2 }, { headers: h("m-2") }), topic },
+        ],
+      },
+    };
     await withTap(topic, async (tap) => {
-      const event = {
-        eventSource: "aws:kafka",
-        records: {
-          [`${topic}-0`]: [
-            { ...rec(0, 5, "a", { i: 1 }, { headers: h("m-1") }), topic },
-            { ...rec(0, 6, "b", { i: 2 }, { headers: h("m-2") }), topic },
-          ],
-        },
-      };
+      // Handed back (and its partition behind it) after waiting until the dead lease ends.
+      expect(await process(event, lambdaContext())).toEqual({
+        batchItemFailures: [{ itemIdentifier: { partition: `${topic}-0`, offset: 5 } }],
+      });
+      expect(ran).toEqual([]);
+      expect(waits).toHaveLength(1);
+      expect(clock).toBe(dead.lease.expiresAtMs);
+      // Lambda's retry, once the lease is over: the record runs.
+      clock += 1;
       expect(await process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
       expect(ran).toEqual(["m-1"]);
       // The key a live invocation holds went round the ladder without using an attempt, as before.
       const [held] = await tap.take(ladderTopics(ladder, topic).retry[0]!, 1);
       expect(header(held!, "x-last-error")).toMatch(/^InProgressElsewhereError/);
     });
-    expect(telemetry.counts.InProgressElsewhere).toBe(1);
-    const later = createDedupStore({ tableName: table, scope, client: ddb });
+    expect(telemetry.counts.InProgressElsewhere).toBe(2);
+    const later = createDedupStore({ tableName: table, scope, client: ddb, now: () => clock });
     expect((await later.claim("m-1")).status).toBe("duplicate");
+  });
+
+  it("one offset in two invocations at once: the effect runs once, and the second hands the record back (issue 34 item 10)", async () => {
+    // AWS promises at-least-once delivery and nothing about concurrency: a poller rebalance can give
+    // one offset to two invocations at once. The claim was made under the record's coordinates and
+    // a claim under the same coordinates took a live lease over (two containers: the effect ran
+    // twice), or, in one container, answered "in progress" and routed the record to the retry
+    // topic, acking the offset while the first invocation could still fail.
+    const topic = name("twice");
+    await declareLadder(ladder, topic);
+    for (const containers of [1, 2]) {
+      const scope = name(`twice-${containers}`);
+      const effects: number[] = [];
+      let entered!: () => void;
+      const inEffect = new Promise<void>((r) => {
+        entered = r;
+      });
+      let finish!: () => void;
+      const finished = new Promise<void>((r) => {
+        finish = r;
+      });
+      // The first effect runs until the second invocation has answered; any other returns at once.
+      const handler = async (env: { body: { i: number } }) => {
+        effects.push(env.body.i);
+        if (effects.length > 1) return;
+        entered();
+        await finished;
+      };
+      const sleeps: number[] = [];
+      const options = {
+        idempotency: { tableName: table, scope },
+        sleep: async (ms: number) => void sleeps.push(ms),
+      };
+      const first = processor<{ i: number }>(handler, options);
+      const second = containers === 1 ? first : processor<{ i: number }>(handler, options);
+      const offset = 10 + containers;
+      const event = {
+        eventSource: "aws:kafka",
+        records: { [`${topic}-0`]: [{ ...rec(0, offset, "k", { i: offset }), topic }] },
+      };
+      const running = first.process(event, lambdaContext());
+      await inEffect;
+      const answer = await second.process(event, lambdaContext());
+      finish();
+      expect(await running).toEqual({ batchItemFailures: [] });
+      expect(effects).toEqual([offset]);
+      expect(answer).toEqual({
+        batchItemFailures: [{ itemIdentifier: { partition: `${topic}-0`, offset } }],
+      });
+      // It waited for the first's lease before handing back; nothing went to the retry topic.
+      expect(sleeps).toHaveLength(1);
+      expect(second.telemetry.counts.RoutedToRetry).toBeUndefined();
+      // Lambda's retry of the second: a duplicate now.
+      expect(await second.process(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect(effects).toEqual([offset]);
+    }
+    expect(await recordsIn(`${topic}.retry.150ms`)).toBe(0);
   });
 
   it("claims ahead, but never acts on a claim that went stale and was taken meanwhile", async () => {

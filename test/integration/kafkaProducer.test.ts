@@ -1,13 +1,13 @@
 import * as net from "node:net";
 import { logLevel } from "kafkajs";
 import {
-  createKafkaProducer,
   disconnectAllKafkaProducers,
   getKafkaProducer,
   KafkaPublishTransientError,
   kafkaConfigFromEnv,
 } from "reliable-consumers/kafka";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { createKafkaProducer } from "../../lib/kafka/producer.ts";
 import { topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 import { kafka } from "../support/clients.ts";
 import { declareTopics, tapTopics } from "../support/kafkaHarness.ts";

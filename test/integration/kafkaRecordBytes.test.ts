@@ -1,15 +1,14 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
-  createKafkaBatchProcessor,
   createRetryLadder,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  type KafkaConsumerOptions,
   type KafkaRecordHandler,
-  ladderTopics,
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

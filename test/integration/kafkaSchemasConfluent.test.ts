@@ -17,16 +17,16 @@ import {
   confluentRegistry,
   jsonSchema,
   protobuf,
-  readKafkaEvent,
   SchemaRegistryUnavailableError,
-  toKafkaEnvelope,
   UndecodableRecordError,
   UnknownSchemaError,
-  WireFormatError,
-  writeConfluentFrame,
 } from "reliable-consumers/kafka";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
+import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
+import { WireFormatError } from "../../lib/kafka/schemas/errors.ts";
+import { writeConfluentFrame } from "../../lib/kafka/schemas/wireFormat.ts";
 import golden from "../fixtures/schemas/golden.json" with { type: "json" };
 
 const golden_ = golden;

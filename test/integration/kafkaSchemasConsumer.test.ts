@@ -2,18 +2,17 @@ import { AvroSerializer, SchemaRegistryClient, SerdeType } from "@confluentinc/s
 import {
   avro,
   confluentRegistry,
-  createKafkaBatchProcessor,
   createRetryLadder,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  type KafkaConsumerOptions,
   type KafkaRecordHandler,
-  ladderTopics,
-  writeConfluentFrame,
 } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
+import { writeConfluentFrame } from "../../lib/kafka/schemas/wireFormat.ts";
 import { PaymentV1 } from "../fixtures/schemas/payment.ts";
 import { dynamodb } from "../support/clients.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";

@@ -15,10 +15,10 @@ import {
   SchemaRegistryUnavailableError,
   UndecodableRecordError,
   UnknownSchemaError,
-  WireFormatError,
-  writeGlueFrame,
 } from "reliable-consumers/kafka";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WireFormatError } from "../../lib/kafka/schemas/errors.ts";
+import { writeGlueFrame } from "../../lib/kafka/schemas/wireFormat.ts";
 import { PaymentV1, PaymentV2 } from "../fixtures/schemas/payment.ts";
 import { type MotoServer, startMotoServer } from "../support/motoServer.ts";
 

@@ -1,15 +1,13 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
-import {
-  createInboxOutbox,
-  createOutboxPublisher,
-  createOutboxRelay,
-  inboxPk,
-  TransactionConflictError,
-} from "reliable-consumers/outbox";
-import { createSqsClient, PermanentError } from "reliable-consumers/sqs";
+import { PermanentError } from "reliable-consumers";
+import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
+import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TransactionConflictError } from "../../lib/outbox/errors.ts";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
+import { inboxPk } from "../../lib/outbox/schema.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

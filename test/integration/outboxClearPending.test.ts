@@ -1,17 +1,11 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import {
-  OUTBOX_ATTR as A,
-  clearPendingFenced,
-  OUTBOX_DEFAULTS,
-  pendingShard,
-  requeueParked,
-  toOutboxItem,
-} from "reliable-consumers/outbox";
+import { requeueParked } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
-import { park } from "../../lib/outbox/settle.ts";
+import { pendingShard, resolveNewEvent, toOutboxItem } from "../../lib/outbox/outboxEvent.ts";
+import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
+import { clearPendingFenced, park } from "../../lib/outbox/settle.ts";
 import { names } from "../support/names.ts";
 
 /**

@@ -1,11 +1,13 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import { logLevel } from "kafkajs";
-import { createKafkaProducer, disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
-import { createInboxOutbox, createOutboxPublisher, createOutboxRelay } from "reliable-consumers/outbox";
-import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers-local";
+import { disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
+import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
+import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
+import { createAppTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKafkaProducer } from "../../lib/kafka/producer.ts";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import {
@@ -17,12 +19,14 @@ import {
   scanAll,
   streamTrigger,
 } from "../support/outboxHarness.ts";
+import { arnOf } from "../support/queues.ts";
 
 const name = names(import.meta.url);
 const ddb = new DynamoDBClient({});
 const sqs = createSqsClient();
 const table = name("app");
 const topic = name("order-events");
+const headersTopic = name("header-events");
 let streamArn: string;
 let queueUrl: string;
 let tap: TopicTap;
@@ -31,7 +35,7 @@ const broken: Array<{ disconnect(): Promise<void> }> = [];
 beforeAll(async () => {
   streamArn = await createAppTable(ddb, table);
   queueUrl = await createQueue(sqs, name("audit"));
-  tap = await tapTopics([topic], name("tap"));
+  tap = await tapTopics([topic, headersTopic], name("tap"));
 });
 afterAll(async () => {
   await tap?.stop();
@@ -130,5 +134,69 @@ describe("relay to Kafka (librdkafka mock) and SQS", () => {
     const outbox = byPrefix(await scanAll(ddb, table), "OUTBOX#");
     expect(outbox).toHaveLength(kafkaIds.size + sqsIds.size);
     expect(outbox.filter((i) => i.pending !== undefined)).toHaveLength(0);
+  });
+});
+
+describe("issue 34 item 5: user headers past SQS's attributes reach the SQS consumer as they reach Kafka", () => {
+  it("three headers, and an empty one: our sqsConsumer sees every one; a Kafka consumer sees the same", async () => {
+    const appTable = name("headers");
+    const headersStream = await createAppTable(ddb, appTable);
+    const queue = await createQueue(sqs, name("headers"));
+    const uow = createInboxOutbox({ tableName: appTable, scope: "h", client: ddb });
+    // Three user headers: 8 of the outbox's own plus 3 would be 11 attributes. An empty value:
+    // SQS refuses one as an attribute.
+    const many = { tenant: "acme", region: "eu-west-1", plan: "gold" };
+    const empty = { tenant: "globex", note: "" };
+    await uow.run(envelopeOf("h1", {}), (tx) => {
+      for (const [agg, headers] of [
+        ["many", many],
+        ["empty", empty],
+      ] as const)
+        for (const destination of [`kafka:${headersTopic}`, `sqs:${queue}`])
+          tx.publish({
+            aggregateType: "h",
+            aggregateId: agg,
+            eventType: "E",
+            payload: { agg },
+            destination,
+            headers,
+          });
+    });
+    try {
+      const relay = createOutboxRelay({ tableName: appTable });
+      expect((await streamTrigger(headersStream, relay.handler).drain()).discarded).toBe(0);
+
+      const seen = new Map<string, Readonly<Record<string, string>>>();
+      const handler = sqsConsumer<{ agg: string }>(
+        ({ body, headers }) => {
+          seen.set(body.agg, headers);
+        },
+        { idempotency: false },
+      );
+      const out = await invokeFromQueue(sqs, handler, {
+        queueUrl: queue,
+        queueArn: await arnOf(sqs, queue),
+        functionName: "headers",
+        waitSeconds: 5,
+      });
+      expect(out).toMatchObject({ received: 2, failed: [] });
+      expect(seen.get("many")).toMatchObject({ ...many, "event-type": "E", "aggregate-id": "many" });
+      expect(seen.get("empty")).toMatchObject(empty);
+      expect(Object.keys(seen.get("many") ?? {}).filter((h) => h.startsWith("x-"))).toEqual([]);
+
+      // A Kafka consumer sees the same headers, as before.
+      const records = await tap.take(headersTopic, 2);
+      const kafkaHeaders = (agg: string) => {
+        const r = records.find((k) => k.message.key?.toString() === agg);
+        return Object.fromEntries(
+          Object.entries(r?.message.headers ?? {}).map(([k, v]) => [k, v?.toString()]),
+        );
+      };
+      expect(kafkaHeaders("many")).toMatchObject(many);
+      expect(kafkaHeaders("empty")).toMatchObject(empty);
+    } finally {
+      await deleteTable(ddb, appTable);
+      await sqs.send(new DeleteQueueCommand({ QueueUrl: queue })).catch(() => {});
+    }
   });
 });

@@ -4,17 +4,20 @@ import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import { createTelemetry } from "reliable-consumers";
 import {
   createInboxOutbox,
-  createOutboxPublisher,
   createOutboxRelay,
   createOutboxSweeper,
   discardParked,
-  OUTBOX_DEFAULTS,
-  pendingShard,
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
+import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
+import { FIFO_ID_PATTERN } from "../../lib/sqs/sqsLimits.ts";
+import { type AwsGateway, startAwsGateway } from "../../local/src/enforcement/awsGateway.ts";
+import { createDenialLog } from "../../local/src/enforcement/denials.ts";
 import { names } from "../support/names.ts";
 import { byPrefix, envelopeOf, receiveAll, scanAll, streamTrigger } from "../support/outboxHarness.ts";
 
@@ -299,5 +302,120 @@ describe("order per aggregate", () => {
     const [message, extra] = error.mock.calls[0]!;
     expect(message).toMatch(/^NotAnOutboxItemError: /);
     expect(extra).toMatchObject({ error: { type: "NotAnOutboxItemError" } });
+  });
+});
+
+describe("issue 34 item 3: aggregate ids SQS refuses as a MessageGroupId", () => {
+  let gateway: AwsGateway | undefined;
+  afterAll(() => gateway?.stop());
+
+  it("José García and a 200-character id publish in order, park on a FIFO parking queue, and go out after a requeue", async () => {
+    // Through the local gateway, which refuses the group ids SQS refuses (fauxqs stores any string).
+    gateway = await startAwsGateway({
+      upstreams: { sqs: process.env.AWS_ENDPOINT_URL_SQS! },
+      region: "us-east-1",
+      accountId: "000000000000",
+      denials: createDenialLog(),
+    });
+    const gsqs = createSqsClient({ endpoint: gateway.endpoint });
+    const create = async (what: string) => {
+      const url = (
+        await gsqs.send(new CreateQueueCommand({ QueueName: name(what), Attributes: { FifoQueue: "true" } }))
+      ).QueueUrl!;
+      queues.push(url);
+      return url;
+    };
+    const fifo = await create("ids.fifo");
+    const parking = await create("ids-parking.fifo");
+    const { table, streamArn } = await appTable("ids");
+    const { uow, clock, now } = clockedOutbox(table, "ids", fifo);
+    const jose = "José García";
+    const long = "a".repeat(200);
+    const plain = "order-7";
+    const zoe = `Zoë ${"z".repeat(150)}`;
+    const labels = new Map([
+      [jose, "J"],
+      [long, "L"],
+      [plain, "P"],
+      [zoe, "Z"],
+    ]);
+    let z1 = "";
+    for (let v = 1; v <= 3; v++)
+      await uow.run(envelopeOf(`ids-${v}`, {}), (tx) => {
+        for (const agg of [jose, long, plain])
+          tx.publish({
+            aggregateType: "acct",
+            aggregateId: agg,
+            eventType: "E",
+            payload: `${labels.get(agg)}${v}`,
+          });
+      });
+    // Z1 cannot be published (no such destination): it is parked, and Z2 waits behind it.
+    await uow.run(envelopeOf("ids-z", {}), (tx) => {
+      z1 = tx.publish({
+        aggregateType: "acct",
+        aggregateId: zoe,
+        eventType: "E",
+        payload: "Z1",
+        destination: "nowhere",
+      });
+      tx.publish({ aggregateType: "acct", aggregateId: zoe, eventType: "E", payload: "Z2" });
+    });
+    const relay = createOutboxRelay({
+      tableName: table,
+      publisher: createOutboxPublisher({ sqs: gsqs }),
+      parkingQueueUrl: parking,
+      sqs: gsqs,
+      now,
+    });
+    const stats = await streamTrigger(streamArn, relay.handler).drain();
+    expect(stats.discarded).toBe(0);
+    const delivered = (await receiveAll(gsqs, fifo)).map((m) => ({
+      aggregate: m.MessageAttributes?.["aggregate-id"]?.StringValue ?? "",
+      group: m.Attributes?.MessageGroupId ?? "",
+      body: m.Body,
+    }));
+    for (const agg of [jose, long, plain]) {
+      const mine = delivered.filter((d) => d.aggregate === agg);
+      expect(mine.map((d) => d.body)).toEqual([1, 2, 3].map((v) => `${labels.get(agg)}${v}`));
+      // One group per aggregate, one SQS accepts, and the aggregate id itself when it is valid.
+      expect(new Set(mine.map((d) => d.group)).size).toBe(1);
+      expect(mine[0]!.group).toMatch(FIFO_ID_PATTERN);
+    }
+    const groupOf = (agg: string) => delivered.find((d) => d.aggregate === agg)?.group;
+    expect(groupOf(jose)).toMatch(/^Jose_Garcia~[0-9a-f]{32}$/);
+    expect(groupOf(plain)).toBe(plain);
+    expect(delivered.filter((d) => d.aggregate === zoe)).toEqual([]);
+
+    // The park itself went to the FIFO parking queue, grouped by the event's key.
+    const parked = await receiveAll(gsqs, parking);
+    expect(parked).toHaveLength(1);
+    const body = JSON.parse(parked[0]!.Body!) as { key: { pk: string; sk: string } };
+    expect(body.key.pk).toBe(`OUTBOX#acct#${zoe}`);
+    expect(parked[0]!.Attributes?.MessageGroupId).toMatch(FIFO_ID_PATTERN);
+
+    // Requeued after the fix, the sweeper sends Z1, then Z2, in the same group.
+    expect(
+      await requeueParked(ddb, table, body.key, {
+        shard: pendingShard("acct", zoe, OUTBOX_DEFAULTS.pendingShards),
+        destination: `sqs:${fifo}`,
+        now: clock.ms,
+      }),
+    ).toBe(true);
+    expect(body.key.sk).toBe(`EVENT#${z1}`);
+    clock.ms += minAgeMs + 1_000;
+    const sweeper = createOutboxSweeper({
+      tableName: table,
+      client: ddb,
+      minAgeMs,
+      now,
+      publisherOptions: { sqs: gsqs },
+    });
+    await sweeper.sweep();
+    await sweeper.sweep();
+    const requeued = await receiveAll(gsqs, fifo);
+    expect(requeued.map((m) => m.Body)).toEqual(["Z1", "Z2"]);
+    expect(new Set(requeued.map((m) => m.Attributes?.MessageGroupId)).size).toBe(1);
+    gsqs.destroy();
   });
 });

@@ -5,12 +5,13 @@ import {
   confluentRegistry,
   disconnectAllKafkaProducers,
   getKafkaProducer,
-  OUTBOX_SCHEMA_HEADER,
   readConfluentFrame,
 } from "reliable-consumers/kafka";
-import { createOutboxPublisher, type NewOutboxEvent } from "reliable-consumers/outbox";
+import type { NewOutboxEvent } from "reliable-consumers/outbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OUTBOX_SCHEMA_HEADER } from "../../lib/kafka/schemas/outboxSchemas.ts";
 import { resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";
 import { tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

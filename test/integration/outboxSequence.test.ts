@@ -3,16 +3,15 @@ import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import {
   createInboxOutbox,
-  createOutboxPublisher,
   createOutboxRelay,
   createOutboxSweeper,
-  OUTBOX_ATTR,
-  OUTBOX_HEAD_SK,
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it } from "vitest";
+import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
+import { OUTBOX_ATTR, OUTBOX_HEAD_SK } from "../../lib/outbox/schema.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

@@ -1,16 +1,12 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord } from "aws-lambda";
-import {
-  createInboxOutbox,
-  createOutboxSweeper,
-  OUTBOX_DEFAULTS,
-  pendingShard,
-  requeueParked,
-} from "reliable-consumers/outbox";
+import { createInboxOutbox, createOutboxSweeper, requeueParked } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
+import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

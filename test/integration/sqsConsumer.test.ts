@@ -1,14 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSEvent } from "aws-lambda";
-import { createDedupStore, METRIC } from "reliable-consumers";
-import {
-  CONTEXT_ATTRIBUTE,
-  createSqsClient,
-  PermanentError,
-  sqsConsumer,
-  TransientError,
-} from "reliable-consumers/sqs";
+import { createDedupStore, METRIC, PermanentError, TransientError } from "reliable-consumers";
+import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
 import {
   createDedupTable,
   deleteTable,
@@ -19,6 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { CONTEXT_ATTRIBUTE } from "../../lib/sqs/attributePacking.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { SQS_NAME } from "../support/sqsSubstrate.ts";
@@ -366,7 +361,8 @@ describe(`sqsConsumer against ${SQS_NAME} and DynamoDB Local`, () => {
         ran++;
         await sleep(300);
       },
-      { schema: Msg, idempotency: false, concurrency: 1, timeMarginMs: 1_000 },
+      // The settlement reserve at its floor (the answer margin, 0.5 s), below the 1 s margin.
+      { schema: Msg, idempotency: false, concurrency: 1, timeMarginMs: 1_000, settleReserveMs: 500 },
     );
     await sendAll(
       sqs,

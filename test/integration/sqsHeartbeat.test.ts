@@ -2,14 +2,21 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { DynamoDBClient, GetItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
-import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
-import { METRIC } from "reliable-consumers";
+import { DeleteMessageBatchCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import type { SQSBatchResponse } from "aws-lambda";
+import { METRIC, PermanentError } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
+import {
+  createDedupTable,
+  deleteTable,
+  invokeFromQueue,
+  lambdaContext,
+  toSqsRecord,
+} from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { names } from "../support/names.ts";
-import { createQueueWithDlq, deleteQueues, sendAll, type TestQueue } from "../support/queues.ts";
+import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";
 
 const name = names(import.meta.url);
@@ -134,5 +141,104 @@ describe("visibility heartbeat and crashes", () => {
       }),
     );
     expect(effects.Count).toBe(0);
+  });
+});
+
+describe("issue 34 item 9: every record of a batch stays in flight until the answer", () => {
+  it("a record that finished early is not handed to another invocation while a slow one runs past the visibility timeout; a parked one is parked once", {
+    timeout: 90_000,
+  }, async () => {
+    const visibilitySeconds = 4;
+    const q = await queue("finished-early", visibilitySeconds);
+    // When the heartbeat's extensions landed, seen in the consumer's own (real) client.
+    const beats: number[] = [];
+    const client = createSqsClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === "ChangeMessageVisibilityBatchCommand") beats.push(Date.now());
+        return out;
+      },
+      { step: "initialize", name: "seeBeats" },
+    );
+    let releaseSlow!: () => void;
+    const slowReleased = new Promise<void>((r) => {
+      releaseSlow = r;
+    });
+    let slowStarted!: () => void;
+    const slowRunning = new Promise<void>((r) => {
+      slowStarted = r;
+    });
+    const runs: string[] = [];
+    const handler = sqsConsumer<{ id: string }>(
+      async ({ body }) => {
+        runs.push(body.id);
+        if (body.id === "poison") throw new PermanentError("cannot be processed");
+        if (body.id === "slow") {
+          slowStarted();
+          await slowReleased;
+        }
+      },
+      {
+        key: (m) => m.id,
+        idempotency: { tableName: table, scope: "finished-early" },
+        sqsClient: client,
+        telemetry: recordingTelemetry(),
+      },
+    );
+    await sendAll(sqs, q.url, [
+      { body: '{"id":"fast"}' },
+      { body: '{"id":"poison"}' },
+      { body: '{"id":"slow"}' },
+    ]);
+    const messages = [];
+    while (messages.length < 3) {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: q.url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageSystemAttributeNames: ["All"],
+          MessageAttributeNames: ["All"],
+        }),
+      );
+      messages.push(...(out.Messages ?? []));
+    }
+    const receivedBy = Date.now();
+    const event = { Records: messages.map((m) => toSqsRecord(m, q.arn)) };
+    const answer = handler(event as never, lambdaContext("f", 60_000)) as Promise<SQSBatchResponse>;
+    await slowRunning;
+    // Bring the condition about: the heartbeat has beaten after the batch's original visibility
+    // timeout ran out (so a record it did not extend is visible again by now).
+    const pastVisibility = receivedBy + visibilitySeconds * 1000 + 500;
+    for (let i = 0; i < 200 && !beats.some((at) => at >= pastVisibility); i++) await sleep(100);
+    expect(beats.some((at) => at >= pastVisibility)).toBe(true);
+
+    // Another invocation polls the queue while the first batch still runs.
+    const other = await invokeFromQueue(sqs, handler, {
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: "f",
+      waitSeconds: 1,
+    });
+    releaseSlow();
+    const response = await answer;
+    expect(response.batchItemFailures).toEqual([]);
+    // Lambda deletes what the first invocation acked.
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: q.url,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
+
+    const parked = await drainQueue(sqs, q.dlqUrl, 0);
+    // Nothing was handed out again: each record ran once, and the parked one is in the DLQ once.
+    expect({
+      receivedByTheOther: other.received,
+      runs: runs.sort(),
+      parked: parked.map((m) => JSON.parse(m.Body!).id),
+    }).toEqual({ receivedByTheOther: 0, runs: ["fast", "poison", "slow"], parked: ["poison"] });
+    expect(await drainQueue(sqs, q.url, 0)).toEqual([]);
   });
 });

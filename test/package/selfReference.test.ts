@@ -1,6 +1,5 @@
-import { sqsConsumer as fromRoot } from "reliable-consumers";
 import { LAMBDA_ENV } from "reliable-consumers/cdk";
-import { sqsConsumer } from "reliable-consumers/sqs";
+import { sqsConsumer as fromRoot, sqsConsumer } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
 
 // The package imports itself by name; in this repository the `reliable-consumers-source` condition

@@ -1,11 +1,14 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
 import type { Telemetry } from "reliable-consumers";
-import { ladderTopics, type RetryLadder } from "reliable-consumers/kafka";
+import type { RetryLadder } from "reliable-consumers/kafka";
 import type { ConsumedRecord } from "reliable-consumers-local";
 import { type CreatedTopic, createDeclaredTopics, type TopicDeclaration } from "reliable-consumers-local";
+import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
 import { topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 import type { MetricName } from "../../lib/observability/telemetry.ts";
 import { kafka } from "./clients.ts";
@@ -130,4 +133,43 @@ export async function tapTopics(topics: string[], groupId: string): Promise<Topi
     pending: (topic) => buffers.get(topic)?.length ?? 0,
     stop: () => consumer.disconnect(),
   };
+}
+
+/** A record as it lies on the broker, headers in their wire order (kafkajs reads them into an object). */
+export interface WireRecord {
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly value: string | null;
+  /** Every header, in order: `[name, value]`. */
+  readonly headers: Array<[string, string]>;
+}
+
+/**
+ * Every record of `topic`, read with kcat (librdkafka), which keeps a record's headers as the list
+ * they are on the wire; a kafkajs consumer folds them into an object, repeated names into arrays.
+ */
+export async function wireRecords(topic: string): Promise<WireRecord[]> {
+  const brokers = process.env.KAFKA_BROKERS ?? "";
+  const { stdout } = await promisify(execFile)(
+    "kcat",
+    ["-C", "-b", brokers, "-t", topic, "-o", "beginning", "-e", "-J", "-q"],
+    { timeout: 30_000 },
+  );
+  return stdout
+    .split("\n")
+    .filter((l) => l.trim().startsWith("{"))
+    .map((l) => {
+      const r = JSON.parse(l) as {
+        partition: number;
+        offset: number;
+        key: string | null;
+        payload: string | null;
+        headers?: string[];
+      };
+      const headers: Array<[string, string]> = [];
+      for (let i = 0; i + 1 < (r.headers ?? []).length; i += 2)
+        headers.push([r.headers![i]!, r.headers![i + 1]!]);
+      return { partition: r.partition, offset: r.offset, key: r.key, value: r.payload, headers };
+    });
 }

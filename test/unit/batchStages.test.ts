@@ -1,19 +1,18 @@
 /** The shared batch stages in lib/core, with no AWS: plans, copies, lanes, leases, answers, errors. */
 import { setTimeout as sleep } from "node:timers/promises";
 import * as api from "reliable-consumers";
-import {
-  HeldBackError,
-  InProgressElsewhereError,
-  LeaseLostError,
-  OutOfTimeError,
-  PermanentError,
-  TransientError,
-} from "reliable-consumers";
-import { toSqsEnvelope } from "reliable-consumers/sqs";
+import { PermanentError, TransientError } from "reliable-consumers";
+import { KAFKA_CONSUMER_DEFAULTS } from "reliable-consumers/kafka";
+import { SQS_CONSUMER_DEFAULTS } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
 import { decodeRecords, findInBatchCopies, planBatch, unfinishedOf } from "../../lib/batch/batchPlan.ts";
 import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
-import { lambdaDeadline } from "../../lib/batch/lambdaDeadline.ts";
+import {
+  ANSWER_MARGIN_MS,
+  beforeDeadline,
+  LAMBDA_DEADLINE,
+  lambdaDeadline,
+} from "../../lib/batch/lambdaDeadline.ts";
 import {
   done,
   outcomeOfTask,
@@ -24,6 +23,14 @@ import {
 import { readConsumerEnv } from "../../lib/core/consumerEnv.ts";
 import { withDefaults } from "../../lib/core/defaults.ts";
 import * as coreErrors from "../../lib/core/errors.ts";
+import {
+  HeldBackError,
+  InProgressElsewhereError,
+  LeaseLostError,
+  OutOfTimeError,
+  RecordTimeoutError,
+  SettlementTimeoutError,
+} from "../../lib/core/errors.ts";
 import {
   checkIntervalMs,
   keepLease,
@@ -36,6 +43,8 @@ import { createLaneGate } from "../../lib/kafka/kafkaRouting.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
 import { atLastReceive, sqsAnswer } from "../../lib/sqs/sqsAnswer.ts";
+import { SQS_ENVELOPE_DEFAULTS, toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
+import { manualClock } from "../support/manualClock.ts";
 
 const env = (id: string, raw: string) => ({ id, raw });
 
@@ -273,16 +282,38 @@ describe("defaults and environment, resolved once", () => {
     expect(() => readConsumerEnv({ DEDUP_WINDOW_SECONDS: "1.5" })).toThrow(/DEDUP_WINDOW_SECONDS/);
   });
 
-  it("the Lambda deadline aborts with OutOfTimeError, or when Middy aborts its signal", async () => {
-    const byTime = lambdaDeadline({ getRemainingTimeInMillis: () => 20 });
-    await sleep(40);
-    expect(byTime.signal.reason).toBeInstanceOf(OutOfTimeError);
+  it("the Lambda deadlines: the run's at the settlement reserve, the cut-off halfway, the settlement's before Middy's", () => {
+    // Issue 34 item 8: what comes after the run has Lambda time of its own.
+    const clock = manualClock(30_000);
+    const d = lambdaDeadline(clock.context(), undefined, { settleReserveMs: 3_000, timer: clock.timer });
+    expect([d.run.aborted, d.cutOff.aborted, d.settle.aborted]).toEqual([false, false, false]);
+    expect(clock.next().remainingMs).toBe(3_000);
+    expect(d.run.reason).toBeInstanceOf(RecordTimeoutError);
+    expect([d.cutOff.aborted, d.settle.aborted]).toEqual([false, false]);
+    expect(clock.next().remainingMs).toBe(3_000 - (3_000 - ANSWER_MARGIN_MS) / 2);
+    expect(d.cutOff.aborted).toBe(true);
+    expect(clock.next().remainingMs).toBe(ANSWER_MARGIN_MS);
+    expect(d.settle.reason).toBeInstanceOf(SettlementTimeoutError);
+    expect(ANSWER_MARGIN_MS).toBeGreaterThan(LAMBDA_DEADLINE.middyEarlyMs);
+    d.dispose();
+  });
+
+  it("a reserve below the answer margin keeps the margin; Middy's abort ends every phase at once", async () => {
+    const clock = manualClock(10_000);
+    const small = lambdaDeadline(clock.context(), undefined, { settleReserveMs: 0, timer: clock.timer });
+    expect(clock.next().remainingMs).toBe(ANSWER_MARGIN_MS);
+    expect([small.run.aborted, small.cutOff.aborted, small.settle.aborted]).toEqual([true, true, true]);
     const middy = new AbortController();
-    const byMiddy = lambdaDeadline({ getRemainingTimeInMillis: () => 60_000 }, middy.signal);
-    expect(byMiddy.signal.aborted).toBe(false);
+    const byMiddy = lambdaDeadline(manualClock(60_000).context(), middy.signal, { settleReserveMs: 3_000 });
+    expect(byMiddy.run.aborted).toBe(false);
     middy.abort();
-    expect(byMiddy.signal.aborted).toBe(true);
+    expect([byMiddy.run.aborted, byMiddy.cutOff.aborted, byMiddy.settle.aborted]).toEqual([true, true, true]);
     byMiddy.dispose();
+    // A settlement call still open at the deadline is given up with the deadline's reason.
+    const settle = new AbortController();
+    const open = beforeDeadline(new Promise(() => undefined), settle.signal);
+    settle.abort(new SettlementTimeoutError("cut"));
+    await expect(open).rejects.toBeInstanceOf(SettlementTimeoutError);
   });
 });
 
@@ -331,13 +362,13 @@ describe("SQS body limit (issue 14 item 12)", () => {
   });
 });
 
-describe("the new public API (added, nothing removed)", () => {
-  it("exports the defaults objects, the lease cadence and the new error types", () => {
-    expect(api.SQS_CONSUMER_DEFAULTS.concurrency).toBe(50);
-    expect(api.KAFKA_CONSUMER_DEFAULTS.concurrency).toBe(10);
-    expect(api.SQS_ENVELOPE_DEFAULTS.maxBodyBytes).toBe(1_048_576);
+describe("the public defaults and error types", () => {
+  it("exports the defaults objects and the config error; the lease cadence and HeldBackError stay internal", () => {
+    expect(SQS_CONSUMER_DEFAULTS.concurrency).toBe(50);
+    expect(KAFKA_CONSUMER_DEFAULTS.concurrency).toBe(10);
+    expect(SQS_ENVELOPE_DEFAULTS.maxBodyBytes).toBe(1_048_576);
     expect(LEASE_CADENCE.renewBelow).toBe(0.5);
-    expect(new api.HeldBackError("x").kind).toBe("transient");
+    expect(new HeldBackError("x").kind).toBe("transient");
     expect(new api.ConsumerConfigError("x").name).toBe("ConsumerConfigError");
   });
 });

@@ -1,17 +1,11 @@
-import {
-  classifyError,
-  InvalidJsonError,
-  KeyReuseError,
-  LeaseLostError,
-  PermanentError,
-  TransientError,
-} from "reliable-consumers";
-import { packAttributes, unpackAttributes } from "reliable-consumers/sqs";
+import { classifyError, InvalidJsonError, PermanentError, TransientError } from "reliable-consumers";
 import { describe, expect, it } from "vitest";
 import { runKeyed } from "../../lib/batch/keyedScheduler.ts";
 import { resolveDedupKey } from "../../lib/core/envelope.ts";
+import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
 import { contextToHeaders, failureContext } from "../../lib/core/failureContext.ts";
 import { decideRejectedClaim } from "../../lib/dedup/dedupDecision.ts";
+import { packAttributes, unpackAttributes } from "../../lib/sqs/attributePacking.ts";
 import { fullJitterDelaySeconds } from "../../lib/sqs/backoff.ts";
 
 describe("fullJitterDelaySeconds", () => {
@@ -68,7 +62,22 @@ describe("decideRejectedClaim", () => {
     ).toBe("retry");
     expect(decideRejectedClaim(undefined, undefined, now).outcome).toBe("retry");
   });
-  it("a holder that routed the key before is answered with the route, whatever holds it now; others retry", () => {
+  it("a live lease under the claim's own delivery is in progress too, and says so (issue 34 item 10)", () => {
+    const live = {
+      ...base,
+      status: "IN_PROGRESS" as const,
+      leaseExpiresAtMs: now + 5,
+      delivery: "orders:0:5",
+    };
+    expect(decideRejectedClaim(live, undefined, now, "orders:0:5")).toEqual({
+      outcome: "in-progress",
+      leaseExpiresAtMs: now + 5,
+      sameDelivery: true,
+    });
+    expect(decideRejectedClaim(live, undefined, now, "orders:0:6")).toMatchObject({ sameDelivery: false });
+    expect(decideRejectedClaim(live, undefined, now)).toMatchObject({ sameDelivery: false });
+  });
+  it("a delivery that routed the key before is answered with the route, whatever holds it now; others retry", () => {
     const routed = { ...base, routedBy: ["orders:0:5"], route: "r" };
     for (const status of ["ROUTED", "IN_PROGRESS"] as const)
       expect(
@@ -78,7 +87,7 @@ describe("decideRejectedClaim", () => {
       "retry",
     );
     expect(decideRejectedClaim({ ...routed, status: "ROUTED" }, undefined, now).outcome).toBe("retry");
-    // Done is done, for every holder.
+    // Done is done, for every delivery.
     expect(
       decideRejectedClaim({ ...routed, status: "COMPLETED" }, undefined, now, "orders:0:5").outcome,
     ).toBe("duplicate");

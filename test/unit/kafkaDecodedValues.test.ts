@@ -1,9 +1,11 @@
 import avsc from "avsc";
 import protobufjs from "protobufjs";
 import { SchemaValidationError } from "reliable-consumers";
-import { avro, protobuf, readKafkaEvent, toKafkaEnvelope } from "reliable-consumers/kafka";
+import { avro, protobuf } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
+import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
 
 // Issue 26 item 1: a decoded value is plain data, as JSON's is, so any Standard Schema (a strict one
 // included) accepts a valid record. avsc decoded records into class instances whose prototype

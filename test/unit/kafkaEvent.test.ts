@@ -1,20 +1,16 @@
 import {
   InvalidJsonError,
-  MalformedRecordError,
   MissingIdError,
   PayloadTooLargeError,
   SchemaValidationError,
   UnknownEventShapeError,
 } from "reliable-consumers";
-import {
-  BinaryHeaderError,
-  BinaryKeyError,
-  kafkaBatchResponse,
-  readKafkaEvent,
-  toKafkaEnvelope,
-} from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { MalformedRecordError } from "../../lib/core/errors.ts";
+import { BinaryHeaderError, BinaryKeyError, toKafkaEnvelope } from "../../lib/kafka/kafkaEnvelope.ts";
+import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
+import { kafkaBatchResponse } from "../../lib/kafka/partialResponse.ts";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 const bytes = (s: string) => [...Buffer.from(s)];

@@ -1,13 +1,13 @@
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from "kafkajs";
 import { classifyError } from "reliable-consumers";
 import {
-  classifyPublishError,
   KafkaPublishPermanentError,
   KafkaPublishTransientError,
   kafkaConfigFromEnv,
   toKafkaJsConfig,
 } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
+import { classifyPublishError } from "../../lib/kafka/publishErrors.ts";
 
 // kafkajs builds protocol errors from the broker's error code; these are the shapes it throws.
 const protocol = (type: string, retriable: boolean) =>

@@ -1,11 +1,13 @@
-import {
-  createRetryLadder,
-  ladderFromRuntimeConfig,
-  ladderTopics,
-  routeFailure,
-} from "reliable-consumers/kafka";
+import { createRetryLadder, ladderFromRuntimeConfig } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
-import { dueDecision, formatDelay, parseDelay, topicRole } from "../../lib/kafka/retryLadder.ts";
+import {
+  dueDecision,
+  formatDelay,
+  ladderTopics,
+  parseDelay,
+  routeFailure,
+  topicRole,
+} from "../../lib/kafka/retryLadder.ts";
 
 const ladder = createRetryLadder();
 

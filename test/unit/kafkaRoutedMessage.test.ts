@@ -1,6 +1,7 @@
-import { replayMessage } from "reliable-consumers/dlq";
-import { readKafkaEvent, routedMessage } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
+import { replayMessage } from "../../lib/dlq/replayMessage.ts";
+import { readKafkaEvent } from "../../lib/kafka/mskEvent.ts";
+import { routedMessage } from "../../lib/kafka/routedMessage.ts";
 
 const bytes = (s: string) => [...Buffer.from(s)];
 
@@ -37,7 +38,7 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
     });
     expect(m.key).toEqual(Buffer.from([0xff, 0x00]));
     expect(m.timestamp).toBe(now.getTime());
-    expect(Object.fromEntries(Object.entries(m.headers!).map(([k, v]) => [k, v.toString()]))).toEqual({
+    expect(Object.fromEntries(m.headers.map((h) => [h.name, h.value.toString()]))).toEqual({
       trace: "t1",
       "x-original-topic": "orders",
       "x-original-partition": "1",
@@ -48,6 +49,41 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
       "x-message-id": "orders:1:77",
       "x-consumer": "payments",
     });
+  });
+
+  it("keeps every header of a repeated name, in order (issue 34 item 4)", () => {
+    const [record] = readKafkaEvent({
+      eventSource: "aws:kafka",
+      records: {
+        "orders-0": [
+          {
+            topic: "orders",
+            partition: 0,
+            offset: 1,
+            timestamp: 0,
+            value: Buffer.from("v").toString("base64"),
+            headers: [
+              { a: bytes("1") },
+              { b: bytes("2") },
+              { a: bytes("3") },
+              { "x-retry-count": bytes("7") },
+            ],
+          },
+        ],
+      },
+    });
+    const m = routedMessage({
+      record: record!,
+      route: { kind: "retry", topic: "orders.retry.5s", retryCount: 1, delayMs: 5000 },
+      error: new Error("x"),
+      messageId: "m",
+      consumer: "c",
+      now,
+    });
+    const user = m.headers.filter((h) => !h.name.startsWith("x-")).map((h) => `${h.name}=${h.value}`);
+    expect(user).toEqual(["a=1", "b=2", "a=3"]);
+    // The context headers are the copy's own, once each.
+    expect(m.headers.filter((h) => h.name === "x-retry-count").map((h) => String(h.value))).toEqual(["1"]);
   });
 
   it("on a later failure: keeps the original coordinates and first failure, replaces the rest", () => {
@@ -67,7 +103,7 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
       consumer: "payments",
       now,
     });
-    const h = (n: string) => m.headers![n]?.toString();
+    const h = (n: string) => m.headers.find((x) => x.name === n)?.value.toString();
     expect([h("x-original-topic"), h("x-original-partition"), h("x-original-offset")]).toEqual([
       "orders",
       "3",
@@ -78,7 +114,8 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
   });
 
   it("a replay keeps the id and original coordinates and drops the attempt's context", () => {
-    const dlqHeaders: Record<string, Buffer> = {
+    const dlqHeaders: Record<string, Buffer | Buffer[]> = {
+      a: [Buffer.from("1"), Buffer.from("3")],
       "x-original-topic": Buffer.from("orders"),
       "x-original-offset": Buffer.from("12"),
       "x-retry-count": Buffer.from("4"),
@@ -104,7 +141,10 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
       },
       new Date(0),
     );
-    expect(Object.keys(m.headers!).sort()).toEqual([
+    expect(m.headers.filter((h) => h.name === "a").map((h) => String(h.value))).toEqual(["1", "3"]);
+    expect(m.headers.map((h) => h.name).sort()).toEqual([
+      "a",
+      "a",
       "trace",
       "x-message-id",
       "x-original-offset",
@@ -112,6 +152,6 @@ describe("the copy that goes to a retry or dead-letter topic", () => {
       "x-replayed-at",
       "x-replayed-from",
     ]);
-    expect(m.headers!["x-replayed-from"]).toBe("orders.DLQ:0:5");
+    expect(m.headers.find((h) => h.name === "x-replayed-from")?.value).toBe("orders.DLQ:0:5");
   });
 });

@@ -1,11 +1,7 @@
-import {
-  readConfluentFrame,
-  readGlueFrame,
-  WireFormatError,
-  writeConfluentFrame,
-  writeGlueFrame,
-} from "reliable-consumers/kafka";
+import { readConfluentFrame, readGlueFrame } from "reliable-consumers/kafka";
 import { describe, expect, it } from "vitest";
+import { WireFormatError } from "../../lib/kafka/schemas/errors.ts";
+import { writeConfluentFrame, writeGlueFrame } from "../../lib/kafka/schemas/wireFormat.ts";
 import golden from "../fixtures/schemas/golden.json" with { type: "json" };
 
 const hex = (h: string) => Buffer.from(h, "hex");

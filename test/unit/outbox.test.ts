@@ -1,32 +1,40 @@
 import { type AttributeValue, DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import type { SQSRecord } from "aws-lambda";
 import type { Envelope } from "reliable-consumers";
-import { KeyReuseError, PermanentError, TransientError } from "reliable-consumers";
+import { PermanentError, TransientError } from "reliable-consumers";
+import { BusinessConditionFailedError, createInboxOutbox, OUTBOX_HEADERS } from "reliable-consumers/outbox";
+import { matchesAnyFilter, toLambdaImage } from "reliable-consumers-local";
+import { describe, expect, it } from "vitest";
+import { KeyReuseError } from "../../lib/core/errors.ts";
 import {
-  BusinessConditionFailedError,
-  createInboxOutbox,
-  FOLDED_HEADERS_ATTRIBUTE,
-  itemSize,
   MalformedOutboxItemError,
-  OUTBOX_HEADERS,
-  OUTBOX_STREAM_FILTER_PATTERN,
-  parseDestination,
-  parseOutboxItem,
-  pendingShard,
-  publishedHeaders,
   TransactionConflictError,
   TransactionRejectedError,
   TransactionThrottledError,
-  toOutboxItem,
-  toSqsAttributes,
   UnitOfWorkInvalidError,
   UnitOfWorkTooLargeError,
-} from "reliable-consumers/outbox";
-import { matchesAnyFilter, toLambdaImage } from "reliable-consumers-local";
-import { describe, expect, it } from "vitest";
-import { isTraceparent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
+} from "../../lib/outbox/errors.ts";
+import { itemSize } from "../../lib/outbox/itemSize.ts";
+import {
+  isTraceparent,
+  parseOutboxItem,
+  pendingShard,
+  publishedHeaders,
+  resolveNewEvent,
+  toOutboxItem,
+} from "../../lib/outbox/outboxEvent.ts";
+import { parseDestination, toSqsAttributes } from "../../lib/outbox/publisher.ts";
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
 import { interpretFailure } from "../../lib/outbox/unitOfWork.ts";
+import {
+  FOLDED_ATTRIBUTE,
+  packAttributes,
+  unpackAttributes,
+  withMessageId,
+} from "../../lib/sqs/attributePacking.ts";
+import { plainAttributes } from "../../lib/sqs/deadLetter.ts";
 
 const build = {
   now: 1_700_000_000_000,
@@ -181,6 +189,36 @@ describe("destinations and SQS attributes", () => {
     expect(parseDestination("smtp:x")).toBeUndefined();
   });
 
+  it("issue 34 item 5: a copy of a record whose headers were folded keeps all of them, within 10 attributes", () => {
+    const e = resolveNewEvent(
+      {
+        aggregateType: "order",
+        aggregateId: "o1",
+        eventType: "E",
+        payload: 1,
+        headers: { tenant: "acme", region: "eu", plan: "gold", note: "" },
+      },
+      build,
+    );
+    const sent = toSqsAttributes(publishedHeaders(e));
+    const record = {
+      messageId: "m1",
+      attributes: {},
+      messageAttributes: Object.fromEntries(
+        Object.entries(sent).map(([k, a]) => [k, { dataType: a.DataType!, stringValue: a.StringValue! }]),
+      ),
+    } as unknown as SQSRecord;
+    // Every reader unfolds the same: the outbox's own attributes and the folded user headers.
+    const plain = plainAttributes(record);
+    expect(Object.keys(plain)).toHaveLength(Object.keys(publishedHeaders(e)).length);
+    expect(plain.note?.StringValue).toBe("");
+    // A park or a requeue sends them folded again, never an 11th attribute, and reads them back.
+    for (const copy of [packAttributes(plain, { "x-last-error": "E: x" }), withMessageId(plain, e.eventId)]) {
+      expect(Object.keys(copy).length).toBeLessThanOrEqual(10);
+      expect(unpackAttributes(copy).attributes).toEqual(plain);
+    }
+  });
+
   it("never sends more than 10 attributes and never drops a header", () => {
     const e = resolveNewEvent(
       {
@@ -194,12 +232,17 @@ describe("destinations and SQS attributes", () => {
     );
     const attrs = toSqsAttributes(publishedHeaders(e));
     expect(Object.keys(attrs).length).toBeLessThanOrEqual(10);
-    expect(JSON.parse(attrs[FOLDED_HEADERS_ATTRIBUTE]!.StringValue!)).toEqual({ a: "1", b: "2", c: "3" });
+    // Folded in the one format every reader of ours unfolds (attributePacking.ts).
+    expect(unpackAttributes(attrs as Parameters<typeof unpackAttributes>[0]).attributes).toMatchObject({
+      a: { StringValue: "1" },
+      b: { StringValue: "2" },
+      c: { StringValue: "3" },
+    });
     expect(attrs["message-id"]?.StringValue).toBe(e.eventId);
     const { a: _a, b: _b, c: _c, ...core } = e.headers;
     const few = toSqsAttributes(publishedHeaders({ ...e, headers: { ...core, a: "1" } }));
     expect(few.a?.StringValue).toBe("1");
-    expect(few[FOLDED_HEADERS_ATTRIBUTE]).toBeUndefined();
+    expect(few[FOLDED_ATTRIBUTE]).toBeUndefined();
   });
 });
 

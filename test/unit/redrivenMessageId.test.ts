@@ -1,7 +1,7 @@
 import type { SQSRecord } from "aws-lambda";
-import { packAttributes, toSqsEnvelope } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
-import { carriedMessageId } from "../../lib/sqs/attributePacking.ts";
+import { carriedMessageId, packAttributes, withMessageId } from "../../lib/sqs/attributePacking.ts";
+import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
 
 /** A message as the consumer parked it, moved back as is (SQS's StartMessageMoveTask keeps its attributes). */
 function movedBack(user: Record<string, string>, context: Record<string, string>): SQSRecord {
@@ -57,5 +57,45 @@ describe("a message redriven from a DLQ keeps the id it was deduplicated under",
     ).toBe("f");
     expect(carriedMessageId({ "x-failure-context": "not json" })).toBeUndefined();
     expect(carriedMessageId({})).toBeUndefined();
+  });
+});
+
+describe("issue 34 item 2: withMessageId, the attributes a copy needs to dedup under its record's id", () => {
+  const attr = (v: string) => ({ DataType: "String", StringValue: v });
+  const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, attr(`v${i}`)]));
+
+  it("adds x-message-id beside the user's attributes, or folds it with them when they fill 10", () => {
+    expect(withMessageId({ tenant: attr("t") }, "id-1")).toEqual({
+      tenant: attr("t"),
+      "x-message-id": attr("id-1"),
+    });
+    const folded = withMessageId(ten, "id-1");
+    expect(Object.keys(folded)).toEqual(["x-folded-attributes"]);
+    const strings = Object.fromEntries(Object.entries(folded).map(([k, a]) => [k, a.StringValue]));
+    expect(carriedMessageId(strings)).toBe("id-1");
+  });
+
+  it("leaves attributes that already name the id alone", () => {
+    expect(withMessageId({ "message-id": attr("p") }, "p")).toEqual({ "message-id": attr("p") });
+    const { a9: _, ...nine } = ten;
+    expect(withMessageId({ ...nine, "x-message-id": attr("x") }, "x")).toEqual({
+      ...nine,
+      "x-message-id": attr("x"),
+    });
+  });
+
+  it("folds what is past SQS's 10 (a folded record's attributes, unfolded), the id with them", async () => {
+    const folded = withMessageId({ ...ten, "x-message-id": attr("x") }, "x");
+    expect(Object.keys(folded)).toEqual(["x-folded-attributes"]);
+    const record = movedBack({}, {});
+    record.messageAttributes = {
+      "x-folded-attributes": {
+        dataType: "String",
+        stringValue: folded["x-folded-attributes"]!.StringValue,
+      } as SQSRecord["messageAttributes"][string],
+    };
+    const envelope = await toSqsEnvelope(record, {});
+    expect(envelope.id).toBe("x");
+    expect(envelope.headers.a9).toBe("v9");
   });
 });

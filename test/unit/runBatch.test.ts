@@ -39,7 +39,7 @@ function harness(
       return handler(envelope);
     },
     { idempotency: false, dynamodbClient: new DynamoDBClient({}), telemetry, consumer: "unit" },
-    { concurrency: 4, timeMarginMs: 0 },
+    { concurrency: 4, timeMarginMs: 0, settleReserveMs: 0 },
   );
   const full: BatchAdapter<Rec, string, Envelope<string>, string[]> = {
     decode: async (r) => {
@@ -160,6 +160,8 @@ describe("the Kafka adapter's answer", () => {
       sleep: async () => undefined,
       timeMarginMs: 0,
       maxDueWaitMs: undefined,
+      remainingMs: () => 60_000,
+      lambdaSchemaRegistry: false,
     });
     const view: KafkaRecordView = {
       partitionKey: "orders-0",
@@ -177,7 +179,7 @@ describe("the Kafka adapter's answer", () => {
       record: view,
       decoded: { ok: false, error: new PermanentError("bad") },
     } as unknown as RecordPlan<KafkaRecordView, unknown>;
-    plan.outcome = routing.fail(plan, new PermanentError("bad"));
+    plan.outcome = await routing.fail(plan, new PermanentError("bad"));
     expect(plan.outcome).toEqual(done("routed"));
     // The batch stopped before `produce` (a bug outside the records): the record is handed back.
     expect(routing.answer([plan], true)).toEqual({

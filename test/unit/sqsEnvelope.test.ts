@@ -1,7 +1,8 @@
 import type { SQSRecord } from "aws-lambda";
-import { assertSqsEvent, parseQueueArn, toSqsEnvelope } from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
+import { assertSqsEvent, parseQueueArn } from "../../lib/sqs/sqsEvent.ts";
 
 const record = (body: string, extra: Partial<SQSRecord> = {}): SQSRecord => ({
   messageId: "mid-1",

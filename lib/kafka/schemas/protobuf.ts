@@ -56,8 +56,8 @@ function messagesOf(ns: protobufjs.NamespaceBase): protobufjs.Type[] {
   return ns.nestedArray.filter((n): n is protobufjs.Type => n instanceof protobufjs.Type);
 }
 
-/** The message a Confluent message-index path names, in declaration order, nested level by level. */
-function messageAt(file: protobufjs.IParserResult, indexes: readonly number[]): protobufjs.Type {
+/** The message a Confluent message-index path names, in declaration order, nested level by level (also used by reframe.ts). */
+export function messageAt(file: protobufjs.IParserResult, indexes: readonly number[]): protobufjs.Type {
   const top = file.package ? file.root.lookup(file.package) : file.root;
   if (!(top instanceof protobufjs.Namespace)) throw new UndecodableRecordError("the .proto has no messages");
   let level: protobufjs.NamespaceBase = top;
@@ -77,7 +77,7 @@ function messageAt(file: protobufjs.IParserResult, indexes: readonly number[]): 
  * or a base64 FileDescriptorProto (its `serialized` format, which Confluent's JavaScript serializer
  * registers and a plain store hands back as it got it).
  */
-function parseProto(text: string, id: string): protobufjs.IParserResult {
+export function parseProto(text: string, id: string): protobufjs.IParserResult {
   try {
     return protobufjs.parse(text, { keepCase: true });
   } catch (error) {

@@ -32,6 +32,8 @@ export interface OverviewDto {
     readonly created: readonly ReportEntryDto[];
     readonly inert: readonly ReportEntryDto[];
     readonly unsupported: readonly ReportEntryDto[];
+    /** Refused as AWS refuses it, with AWS's error (absent from an older runtime). */
+    readonly refused?: readonly ReportEntryDto[];
     readonly notes: readonly string[];
   };
   readonly enforceIam?: boolean;

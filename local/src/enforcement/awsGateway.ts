@@ -8,12 +8,12 @@
  */
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { dynamodbAuthz, streamsAuthz } from "../services/dynamodb/enforcement.ts";
 import { type AccessModel, accessKeyOf, type FunctionPrincipal } from "../services/iam/accessModel.ts";
 import { grantAdvice } from "../services/iam/grantAdvice.ts";
 import type { AuthzRequest, IamEvaluator } from "../services/iam/iamEvaluator.ts";
-import { glueAuthz, secretsAuthz } from "../services/schemaRegistry/enforcement.ts";
-import { sqsAuthz, sqsQuota, visibilityBatchFailures } from "../services/sqs/enforcement.ts";
+import type { GatewayContext, GatewayRoute } from "../services/localService.ts";
+import { SERVICES } from "../services/registry.ts";
+import { type BatchEntryFailure, batchEntryFailures, sqsQuota } from "../services/sqs/enforcement.ts";
 import type { DenialLog } from "./denials.ts";
 import { accessDenied, type GatewayService, renderServiceError, type ServiceError } from "./serviceError.ts";
 
@@ -59,13 +59,8 @@ export interface GatewayArns {
   tableArn(name: string): string;
 }
 
-const TARGETS: ReadonlyArray<[prefix: string, service: GatewayService]> = [
-  ["AmazonSQS.", "sqs"],
-  ["DynamoDBStreams_20120810.", "streams"],
-  ["DynamoDB_20120810.", "dynamodb"],
-  ["AWSGlue.", "glue"],
-  ["secretsmanager.", "secretsmanager"],
-];
+/** Every AWS JSON protocol a service of the registry forwards, by its `X-Amz-Target` prefix. */
+const ROUTES: readonly GatewayRoute[] = SERVICES.flatMap((service) => service.gateway ?? []);
 
 /** SQS calls whose answers carry queue URLs, rewritten to name the gateway. */
 const URL_ANSWERS = new Set(["CreateQueue", "GetQueueUrl", "ListQueues", "ListDeadLetterSourceQueues"]);
@@ -85,7 +80,7 @@ function classify(
   body: Buffer,
 ): { service: GatewayService; operation: string; json: Record<string, unknown> } | undefined {
   const target = String(req.headers["x-amz-target"] ?? "");
-  for (const [prefix, service] of TARGETS) {
+  for (const { targetPrefix: prefix, service } of ROUTES) {
     if (!target.startsWith(prefix)) continue;
     let json: Record<string, unknown> = {};
     try {
@@ -141,19 +136,15 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     json: Record<string, unknown>,
   ): AuthzRequest[] {
     const e = enforcement!;
-    const keyOf = (arn: string) => e.access.encryption.get(arn)?.keyArn;
-    switch (service) {
-      case "sqs":
-        return sqsAuthz(operation, json, { queueArnOfUrl, queueArnOfName, keyOf }, options.region);
-      case "dynamodb":
-        return dynamodbAuthz(operation, json, { tableArn: e.arns.tableArn, keyOf }, options.region);
-      case "streams":
-        return streamsAuthz(operation, json);
-      case "glue":
-        return glueAuthz(operation, json, options.region, options.accountId);
-      case "secretsmanager":
-        return secretsAuthz(operation, json, options.region, options.accountId);
-    }
+    const ctx: GatewayContext = {
+      region: options.region,
+      accountId: options.accountId,
+      queueArnOfUrl,
+      queueArnOfName,
+      tableArn: e.arns.tableArn,
+      keyOf: (arn) => e.access.encryption.get(arn)?.keyArn,
+    };
+    return ROUTES.find((r) => r.service === service)?.authz(operation, json, ctx) ?? [];
   }
 
   /** The first denial among the request's IAM questions, recorded with its grant advice. */
@@ -248,7 +239,7 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
       return;
     }
     const caller = enforcement?.byKey.get(accessKeyOf(req.headers.authorization) ?? "");
-    let localFailures: ReturnType<typeof visibilityBatchFailures> = [];
+    let localFailures: BatchEntryFailure[] = [];
     if (what) {
       if (caller) {
         const denied = await denial(caller, what.service, what.operation, what.json);
@@ -257,21 +248,19 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
       if (service === "sqs") {
         const quota = sqsQuota(what.operation, what.json, (h) => received.get(h), now());
         if (quota) return reply(res, service, quota);
-        if (what.operation === "ChangeMessageVisibilityBatch") {
-          localFailures = visibilityBatchFailures(what.json, (h) => received.get(h), now());
-          if (localFailures.length) {
-            const failed = new Set(localFailures.map((f) => f.Id));
-            what.json.Entries = (what.json.Entries as Array<{ Id: string }>).filter((e) => !failed.has(e.Id));
-            if ((what.json.Entries as unknown[]).length === 0) {
-              const text = JSON.stringify({ Successful: [], Failed: localFailures });
-              res.writeHead(200, {
-                "content-type": "application/x-amz-json-1.0",
-                "content-length": Buffer.byteLength(text),
-              });
-              return res.end(text);
-            }
-            body = Buffer.from(JSON.stringify(what.json));
+        localFailures = batchEntryFailures(what.operation, what.json, (h) => received.get(h), now());
+        if (localFailures.length) {
+          const failed = new Set(localFailures.map((f) => f.Id));
+          what.json.Entries = (what.json.Entries as Array<{ Id: string }>).filter((e) => !failed.has(e.Id));
+          if ((what.json.Entries as unknown[]).length === 0) {
+            const text = JSON.stringify({ Successful: [], Failed: localFailures });
+            res.writeHead(200, {
+              "content-type": "application/x-amz-json-1.0",
+              "content-length": Buffer.byteLength(text),
+            });
+            return res.end(text);
           }
+          body = Buffer.from(JSON.stringify(what.json));
         }
         if (req.headers["x-amz-target"]) body = upstreamBody(what.json, body, upstream);
       }
@@ -285,7 +274,7 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     body: Buffer,
     upstream: string,
     sqsOperation: string | undefined,
-    localFailures: ReturnType<typeof visibilityBatchFailures>,
+    localFailures: BatchEntryFailure[],
   ) {
     const target = new URL(req.url ?? "/", upstream);
     const headers = { ...req.headers, host: target.host, "content-length": String(body.length) };

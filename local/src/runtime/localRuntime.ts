@@ -7,11 +7,11 @@ import "reliable-consumers/kafka";
 import { createSqsClient } from "reliable-consumers/sqs";
 import type { DenialLog } from "../enforcement/denials.ts";
 import { type LocalEnforcement, startLocalEnforcement } from "../enforcement/localEnforcement.ts";
-import { dynamodbStreamEventSource } from "../services/dynamodb/streamEventSource.ts";
-import { kafkaEventSource } from "../services/kafka/eventSource.ts";
 import { FunctionHost, type FunctionHostOptions } from "../services/lambda/functionHost.ts";
+import { refuseUngrantedMappings } from "../services/lambda/mappingRole.ts";
+import { SERVICES } from "../services/registry.ts";
 import { scheduleEventSource } from "../services/scheduler/eventSource.ts";
-import { type EventSource, sqsEventSource } from "../services/sqs/eventSource.ts";
+import type { EventSource } from "../services/sqs/eventSource.ts";
 import type { CfnTemplate } from "./cloudAssembly.ts";
 import { loadCloudAssembly } from "./cloudAssembly.ts";
 import { materialise } from "./materialise.ts";
@@ -343,6 +343,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       enforcement,
     );
     await enforcement.enforce(app);
+    // What Lambda checks of each mapping's role when it creates the mapping: refused, it never polls.
+    await refuseUngrantedMappings(app, enforcement);
   } catch (error) {
     await enforcement.stop();
     throw error;
@@ -355,16 +357,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const roles = mappingIdentities(options, emulatorEnv, region, brokers, admin, enforcement);
   const eventSources: EventSource[] = [];
   const clock = options.mappingClock ? { now: options.mappingClock } : {};
+  // Each mapping kind is started by the service it reads (services/registry.ts), as its function's role.
+  const factories = SERVICES.flatMap((service) => service.eventSources ?? []);
   const sourceFor = (m: LocalEventSourceMapping): EventSource | undefined => {
     const c = roles.clientsOf(m.functionName);
-    const k = m.kind === "kafka" ? roles.kafkaOf(m.functionName) : undefined;
-    return m.kind === "sqs"
-      ? sqsEventSource(m, host, c.sqs)
-      : m.kind === "dynamodb"
-        ? dynamodbStreamEventSource(m, host, c.streams, c.sqs, region, clock)
-        : k
-          ? kafkaEventSource(m, host, k, c.sqs, clock)
-          : undefined;
+    const kafka = m.kind === "kafka" ? roles.kafkaOf(m.functionName) : undefined;
+    // A schema registry (a Kafka mapping's) is read as the function's role, through the gateway.
+    const credentials = enforcement.credentials(m.functionName);
+    const registryAccess = {
+      env: { ...emulatorEnv, ...enforcement.runtimeEnv },
+      region,
+      ...(credentials ? { credentials } : {}),
+    };
+    const ctx = { host, sqs: c.sqs, streams: c.streams, kafka, region, clock, registryAccess };
+    return factories.find((f) => f.kind === m.kind)?.create(m, ctx);
   };
   for (const m of app.mappings) {
     const source = sourceFor(m);
@@ -462,6 +468,10 @@ export function formatReport(app: LocalApp): string[] {
   if (r.unsupported.length) {
     lines.push(`NOT EMULATED (${r.unsupported.length}):`);
     for (const u of r.unsupported) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
+  }
+  if (r.refused.length) {
+    lines.push(`REFUSED, as AWS refuses it (${r.refused.length}):`);
+    for (const u of r.refused) lines.push(`  ! ${u.logicalId} ${u.type}: ${u.detail}`);
   }
   if (r.notes.length) {
     lines.push("notes:");

@@ -4,17 +4,13 @@ import { type Admin, Kafka, logLevel } from "kafkajs";
 // The library's kafkajs 2.2.4 fixes are side effects of its Kafka entry point (lib/kafka/config.ts).
 import "reliable-consumers/kafka";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { materialiseTable } from "../services/dynamodb/materialise.ts";
 import { accessModelOf } from "../services/iam/materialise.ts";
-import { isCustomTopic, materialiseCustomTopic, materialiseMskTopic } from "../services/kafka/materialise.ts";
-import { materialiseMapping } from "../services/lambda/eventSourceMapping.ts";
-import { materialiseFunction } from "../services/lambda/materialise.ts";
-import { materialiseSchedule, ruleArn } from "../services/scheduler/materialise.ts";
-import { materialiseQueue } from "../services/sqs/materialise.ts";
+import type { DeferredMaterialiser } from "../services/localService.ts";
+import { SERVICES } from "../services/registry.ts";
 import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
 import { inertReason, materialiseInert } from "./inert.ts";
 import { referencedIds } from "./intrinsics.ts";
-import { createState, type MaterialiseState, type ResourceMaterialiser } from "./materialiseState.ts";
+import { createState, type ResourceMaterialiser } from "./materialiseState.ts";
 import type { LocalApp } from "./model.ts";
 
 export { handlerModule } from "../services/lambda/materialise.ts";
@@ -47,40 +43,25 @@ export interface MaterialiseOptions {
   readonly credentialSalt?: string;
 }
 
-/**
- * A resource that can only be made local once everything else exists (its function, queue, table):
- * a placeholder answers `Ref`/`GetAtt` in the first pass, `resolve` builds it in the second.
- */
-interface DeferredMaterialiser {
-  placeholder(id: string, s: MaterialiseState): { ref: string; attrs: Record<string, string> };
-  resolve(id: string, r: CfnResource, s: MaterialiseState): void;
-}
+/** What each CloudFormation type becomes locally, from every service. Types not here are inert (with a reason) or unsupported. */
+const RESOURCE_MATERIALISERS: Readonly<Record<string, ResourceMaterialiser>> = Object.assign(
+  {},
+  ...SERVICES.map((service) => service.resources ?? {}),
+);
 
-/** What each CloudFormation type becomes locally. Types not here are inert (with a reason) or unsupported. */
-const RESOURCE_MATERIALISERS: Readonly<Record<string, ResourceMaterialiser>> = {
-  "AWS::SQS::Queue": materialiseQueue,
-  "AWS::DynamoDB::Table": materialiseTable,
-  "AWS::DynamoDB::GlobalTable": materialiseTable,
-  "AWS::MSK::Topic": materialiseMskTopic,
-  "AWS::Lambda::Function": materialiseFunction,
-};
+const DEFERRED_MATERIALISERS: Readonly<Record<string, DeferredMaterialiser>> = Object.assign(
+  {},
+  ...SERVICES.map((service) => service.deferred ?? {}),
+);
 
-const DEFERRED_MATERIALISERS: Readonly<Record<string, DeferredMaterialiser>> = {
-  "AWS::Lambda::EventSourceMapping": {
-    placeholder: (id, s) => ({ ref: `${s.prefix}${s.stackName}-${id}`, attrs: {} }),
-    resolve: materialiseMapping,
-  },
-  "AWS::Events::Rule": {
-    placeholder: (id, s) => ({ ref: `${s.prefix}${s.stackName}-${id}`, attrs: { Arn: ruleArn(id, s) } }),
-    resolve: materialiseSchedule,
-  },
-};
+const CUSTOM_RESOURCES = SERVICES.flatMap((service) => service.customResources ?? []);
 
-/** The materialiser for a resource: by type, then the Kafka-topic custom resource, then inert types. */
+/** The materialiser for a resource: by type, then the custom resources services stand in for, then inert types. */
 function materialiserOf(r: CfnResource): ResourceMaterialiser | undefined {
   return (
     RESOURCE_MATERIALISERS[r.Type] ??
-    (isCustomTopic(r) ? materialiseCustomTopic : inertReason(r) ? materialiseInert : undefined)
+    CUSTOM_RESOURCES.find((c) => c.matches(r))?.materialise ??
+    (inertReason(r) ? materialiseInert : undefined)
   );
 }
 

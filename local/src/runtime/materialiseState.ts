@@ -82,7 +82,13 @@ export function createState(inputs: StateInputs): MaterialiseState {
   const { template } = inputs;
   const done = new Map<string, Materialised>();
   const failed = new Map<string, string>();
-  const report: MaterialisationReport = { created: [], inert: [], unsupported: [], notes: [] };
+  const report: MaterialisationReport = {
+    created: [],
+    inert: [],
+    unsupported: [],
+    refused: [],
+    notes: [],
+  };
   const noted = new Set<string>();
   const conditionCache = new Map<string, boolean>();
   const ctx: ResolveContext = {

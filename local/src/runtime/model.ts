@@ -87,12 +87,25 @@ export interface DynamoDbMapping extends EventSourceMappingBase, StreamMappingOp
   readonly parallelizationFactor: number;
 }
 
+/** A Kafka mapping's `SchemaRegistryConfig` (kafkaSchemaRegistry.ts). */
+export interface KafkaMappingSchemaRegistry {
+  /** `SchemaRegistryURI`: a Glue registry ARN or a Confluent registry URL. */
+  readonly uri: string;
+  readonly eventRecordFormat: "JSON" | "SOURCE";
+  /** `SchemaValidationConfigs`: the parts the registry validates and hands over decoded. */
+  readonly attributes: ReadonlyArray<"KEY" | "VALUE">;
+  /** `AccessConfigs`: `{ type: "BASIC_AUTH", uri: <secret ARN> }` and the like. */
+  readonly accessConfigs: ReadonlyArray<{ readonly type: string; readonly uri: string }>;
+}
+
 export interface KafkaMapping extends EventSourceMappingBase, StreamMappingOptions {
   readonly kind: "kafka";
   readonly clusterArn: string;
   readonly topics: readonly string[];
   readonly consumerGroupId: string;
   readonly maximumPollers?: number;
+  /** The mapping's schema registry, when it has one. */
+  readonly schemaRegistry?: KafkaMappingSchemaRegistry;
 }
 
 export type LocalEventSourceMapping = SqsMapping | DynamoDbMapping | KafkaMapping;
@@ -121,6 +134,11 @@ export interface MaterialisationReport {
   readonly inert: ReportEntry[];
   /** Not emulated: the template relies on something the local runtime does not do. */
   readonly unsupported: ReportEntry[];
+  /**
+   * Refused as AWS refuses it (an event source mapping whose function's role lacks what the
+   * mapping needs: `enforcement/mappingRole.ts`), with AWS's error.
+   */
+  readonly refused: ReportEntry[];
   /** Fidelity notes: rewritten values, ignored properties, partition counts. */
   readonly notes: string[];
 }

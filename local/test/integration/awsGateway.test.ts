@@ -133,6 +133,78 @@ describe("SQS quotas at the gateway", () => {
   });
 });
 
+describe("issue 34 item 3: FIFO ids SQS refuses, refused at the gateway (fauxqs stores any string)", () => {
+  const reason = (parameter: string) =>
+    new RegExp(
+      `for parameter ${parameter} is invalid\\. Reason: ${parameter} can only include alphanumeric and punctuation characters\\. 1 to 128 in length\\.`,
+    );
+
+  it("SendMessage: a group id with a space or a letter outside ASCII, or over 128 characters, and such a dedup id", async () => {
+    const bootstrap = new SQSClient({ endpoint: gateway.endpoint });
+    const fifo = (
+      await bootstrap.send(
+        new CreateQueueCommand({ QueueName: name("ids.fifo"), Attributes: { FifoQueue: "true" } }),
+      )
+    ).QueueUrl!;
+    const send = (group: string, dedup = "d1") =>
+      rejection(
+        sqs.send(
+          new SendMessageCommand({
+            QueueUrl: fifo,
+            MessageBody: "x",
+            MessageGroupId: group,
+            MessageDeduplicationId: dedup,
+          }),
+        ),
+      );
+    for (const group of ["José García", "a".repeat(129)]) {
+      const out = await send(group);
+      expect(out).toMatchObject({ name: "InvalidParameterValue" });
+      expect(out?.message).toMatch(reason("MessageGroupId"));
+    }
+    expect((await send("g", "no spaces please"))?.message).toMatch(reason("MessageDeduplicationId"));
+    // Every printable ASCII character but the space, up to 128 of them, is accepted.
+    const punctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_\u0060{|}~"; // \u0060 is the backtick
+    expect(punctuation).toHaveLength(32);
+    expect(await send(punctuation + "a".repeat(96), "ok-1")).toBeUndefined();
+    bootstrap.destroy();
+  });
+
+  it("SendMessageBatch: the refused entry fails alone, with SenderFault and InvalidParameterValue; the others are sent", async () => {
+    const bootstrap = new SQSClient({ endpoint: gateway.endpoint });
+    const fifo = (
+      await bootstrap.send(
+        new CreateQueueCommand({ QueueName: name("batch-ids.fifo"), Attributes: { FifoQueue: "true" } }),
+      )
+    ).QueueUrl!;
+    const out = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: fifo,
+        Entries: [
+          { Id: "ok", MessageBody: "1", MessageGroupId: "g", MessageDeduplicationId: "1" },
+          { Id: "bad", MessageBody: "2", MessageGroupId: "José García", MessageDeduplicationId: "2" },
+        ],
+      }),
+    );
+    expect(out.Successful?.map((s) => s.Id)).toEqual(["ok"]);
+    expect(out.Failed?.map((f) => [f.Id, f.SenderFault, f.Code])).toEqual([
+      ["bad", true, "InvalidParameterValue"],
+    ]);
+    expect(out.Failed?.[0]?.Message).toMatch(reason("MessageGroupId"));
+    const all = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: fifo,
+        Entries: [
+          { Id: "only", MessageBody: "3", MessageGroupId: "a".repeat(200), MessageDeduplicationId: "3" },
+        ],
+      }),
+    );
+    expect(all.Successful ?? []).toEqual([]);
+    expect(all.Failed?.map((f) => f.Id)).toEqual(["only"]);
+    bootstrap.destroy();
+  });
+});
+
 describe("the limits the emulators enforce themselves hold through the gateway, in AWS's words", () => {
   it("SQS: 11 batch entries, a message over 1 MiB, a batch over 1 MiB", async () => {
     const entries = (n: number, size = 1) =>

@@ -4,7 +4,6 @@ import { fileURLToPath } from "node:url";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { createDedupStore } from "reliable-consumers";
-import { newEventId, OUTBOX_DEFAULTS, toOutboxItem } from "reliable-consumers/outbox";
 import type { CfnTemplate } from "reliable-consumers-local";
 import {
   createDedupTable,
@@ -13,6 +12,8 @@ import {
   startLocalRuntime,
 } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { newEventId, toOutboxItem } from "../../../lib/outbox/outboxEvent.ts";
+import { OUTBOX_DEFAULTS } from "../../../lib/outbox/schema.ts";
 import { withBrowser } from "../../../test/support/browser.ts";
 import { dynamodb, kafka, sqs } from "../../../test/support/clients.ts";
 import { names } from "../../../test/support/names.ts";
@@ -41,6 +42,24 @@ const group = `${prefix}group`;
 const record = name("record");
 let runtime: LocalRuntime;
 let served: LocalConsole;
+
+/** What an MSK event source mapping needs of its role besides consuming (AWSLambdaMSKExecutionRole). */
+const MSK_MAPPING_ROLE = [
+  { Effect: "Allow", Action: "kafka:DescribeClusterV2", Resource: CLUSTER },
+  {
+    Effect: "Allow",
+    Action: [
+      "kafka:GetBootstrapBrokers",
+      "ec2:CreateNetworkInterface",
+      "ec2:DescribeNetworkInterfaces",
+      "ec2:DeleteNetworkInterface",
+      "ec2:DescribeVpcs",
+      "ec2:DescribeSubnets",
+      "ec2:DescribeSecurityGroups",
+    ],
+    Resource: "*",
+  },
+];
 
 const role = (id: string, statements: ReadonlyArray<Record<string, unknown>>) => ({
   [`${id}Role`]: {
@@ -129,6 +148,8 @@ function template(): CfnTemplate {
       },
       ...role("Consumer", [
         { Effect: "Allow", Action: "dynamodb:PutItem", Resource: `arn:aws:dynamodb:*:*:table/${record}` },
+        // What Lambda checks the role for when it creates an MSK mapping (the local runtime too).
+        ...MSK_MAPPING_ROLE,
         {
           Effect: "Allow",
           Action: ["kafka-cluster:Connect", "kafka-cluster:DescribeClusterDynamicConfiguration"],

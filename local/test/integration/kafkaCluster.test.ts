@@ -2,12 +2,9 @@ import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import { ladderTopics } from "reliable-consumers/cdk";
-import {
-  createKafkaProducer,
-  type KafkaProducer,
-  KafkaPublishTransientError,
-} from "reliable-consumers/kafka";
+import { type KafkaProducer, KafkaPublishTransientError } from "reliable-consumers/kafka";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKafkaProducer } from "../../../lib/kafka/producer.ts";
 import { names } from "../../../test/support/names.ts";
 import { type KafkaCluster, startKafkaCluster } from "../../src/services/kafka/cluster.ts";
 import { createDeclaredTopics } from "../../src/services/kafka/topics.ts";

@@ -144,8 +144,25 @@ const SQS_CONSUME = [
 ];
 
 const CLUSTER = "arn:aws:kafka:us-east-1:111111111111:cluster/c/1";
-/** What a Lambda MSK mapping needs of its role (consume `topic` as `group`), and write on a destination. */
+/**
+ * What a Lambda MSK mapping needs of its role: what Lambda checks when it creates the mapping
+ * (AWSLambdaMSKExecutionRole), consume `topic` as `group`, and write on a destination.
+ */
 const mskMappingGrants = (topic: string, group: string, destination?: string) => [
+  { Effect: "Allow", Action: "kafka:DescribeClusterV2", Resource: CLUSTER },
+  {
+    Effect: "Allow",
+    Action: [
+      "kafka:GetBootstrapBrokers",
+      "ec2:CreateNetworkInterface",
+      "ec2:DescribeNetworkInterfaces",
+      "ec2:DeleteNetworkInterface",
+      "ec2:DescribeVpcs",
+      "ec2:DescribeSubnets",
+      "ec2:DescribeSecurityGroups",
+    ],
+    Resource: "*",
+  },
   {
     Effect: "Allow",
     Action: ["kafka-cluster:Connect", "kafka-cluster:DescribeClusterDynamicConfiguration"],

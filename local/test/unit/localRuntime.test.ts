@@ -1,8 +1,8 @@
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../../../lib/kafka/kafkajsRequestQueueFix.ts";
-import { OUTBOX_STREAM_FILTER_PATTERN } from "reliable-consumers/outbox";
 import { describe, expect, it } from "vitest";
+import { OUTBOX_STREAM_FILTER_PATTERN } from "../../../lib/outbox/schema.ts";
 import {
   type ResolveContext,
   referencedIds,

@@ -5,13 +5,7 @@ import {
   type DynamoDBClient,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
-import {
-  APP_TABLE_KEYS,
-  OUTBOX_PENDING_INDEX,
-  OUTBOX_PENDING_INDEX_KEYS,
-  OUTBOX_STREAM_VIEW_TYPE,
-  OUTBOX_TTL_ATTRIBUTE,
-} from "reliable-consumers/outbox";
+import { OUTBOX_TABLE } from "reliable-consumers/outbox";
 
 /**
  * The app table as the CDK construct defines it: pk + sk, on-demand, a stream with new images, the
@@ -19,8 +13,8 @@ import {
  * and outbox events.
  */
 export function appTableInput(tableName: string): CreateTableCommandInput {
-  const { partitionKey, sortKey } = APP_TABLE_KEYS;
-  const gsi = OUTBOX_PENDING_INDEX_KEYS;
+  const { partitionKey, sortKey } = OUTBOX_TABLE.keys;
+  const gsi = OUTBOX_TABLE.pendingIndex;
   return {
     TableName: tableName,
     BillingMode: "PAY_PER_REQUEST",
@@ -36,7 +30,7 @@ export function appTableInput(tableName: string): CreateTableCommandInput {
     ],
     GlobalSecondaryIndexes: [
       {
-        IndexName: OUTBOX_PENDING_INDEX,
+        IndexName: OUTBOX_TABLE.pendingIndex.name,
         KeySchema: [
           { AttributeName: gsi.partitionKey.name, KeyType: "HASH" },
           { AttributeName: gsi.sortKey.name, KeyType: "RANGE" },
@@ -44,7 +38,7 @@ export function appTableInput(tableName: string): CreateTableCommandInput {
         Projection: { ProjectionType: gsi.projection },
       },
     ],
-    StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_STREAM_VIEW_TYPE },
+    StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_TABLE.streamViewType },
   };
 }
 
@@ -54,7 +48,7 @@ export async function createAppTable(client: DynamoDBClient, tableName: string):
   await client.send(
     new UpdateTimeToLiveCommand({
       TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: OUTBOX_TTL_ATTRIBUTE, Enabled: true },
+      TimeToLiveSpecification: { AttributeName: OUTBOX_TABLE.ttlAttribute, Enabled: true },
     }),
   );
   const arn =

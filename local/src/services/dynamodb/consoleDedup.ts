@@ -11,10 +11,12 @@ import {
   ListTablesCommand,
   ScanCommand,
 } from "@aws-sdk/client-dynamodb";
-import { DEDUP_ATTR as D, dedupPk } from "reliable-consumers";
+import { DEDUP_TABLE } from "reliable-consumers";
 import type { DedupRecordDto, DedupTableDto } from "../../console/consoleApi.ts";
 import { type ConsoleClients, dedupOf } from "../../console/consoleSources.ts";
 import type { LocalApp } from "../../runtime/model.ts";
+
+const D = DEDUP_TABLE.attributes;
 
 const num = (v: AttributeValue | undefined) => (v?.N !== undefined ? Number(v.N) : undefined);
 
@@ -62,7 +64,7 @@ export function consoleDedup(app: LocalApp | undefined, clients: ConsoleClients)
       const out = await clients.ddb.send(
         new GetItemCommand({
           TableName: table,
-          Key: { [D.pk]: { S: dedupPk(scope, key) } },
+          Key: { [D.pk]: { S: DEDUP_TABLE.pk(scope, key) } },
           ConsistentRead: true,
         }),
       );

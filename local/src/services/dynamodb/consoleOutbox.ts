@@ -10,18 +10,13 @@ import {
   paginateScan,
 } from "@aws-sdk/client-dynamodb";
 import { OUTBOX_ENV } from "reliable-consumers/cdk";
-import {
-  OUTBOX_ATTR as A,
-  OUTBOX_DEFAULTS,
-  OUTBOX_ITEM_TYPE,
-  OUTBOX_PENDING_INDEX,
-  pendingShard,
-  requeueParked,
-} from "reliable-consumers/outbox";
+import { OUTBOX_TABLE, requeueParked } from "reliable-consumers/outbox";
 import type { OutboxEventDto, OutboxTableDto } from "../../console/consoleApi.ts";
 import { ConsoleNotFound } from "../../console/consoleErrors.ts";
 import type { ConsoleClients } from "../../console/consoleSources.ts";
 import type { LocalApp } from "../../runtime/model.ts";
+
+const A = OUTBOX_TABLE.attributes;
 
 /** Items a view reads of one table at most (a local table; the view says when it stopped). */
 const MAX_SCANNED = 20_000;
@@ -69,7 +64,7 @@ export function consoleOutbox(app: LocalApp | undefined, clients: ConsoleClients
       const described = await Promise.all(
         names.map(async (name) => {
           const t = await clients.ddb.send(new DescribeTableCommand({ TableName: name }));
-          return t.Table?.GlobalSecondaryIndexes?.some((g) => g.IndexName === OUTBOX_PENDING_INDEX)
+          return t.Table?.GlobalSecondaryIndexes?.some((g) => g.IndexName === OUTBOX_TABLE.pendingIndex.name)
             ? name
             : undefined;
         }),
@@ -94,7 +89,7 @@ export function consoleOutbox(app: LocalApp | undefined, clients: ConsoleClients
         TableName: table,
         FilterExpression: "#t = :outbox",
         ExpressionAttributeNames: { "#t": A.itemType },
-        ExpressionAttributeValues: { ":outbox": { S: OUTBOX_ITEM_TYPE } },
+        ExpressionAttributeValues: { ":outbox": { S: OUTBOX_TABLE.itemTypes.outbox } },
       },
     )) {
       for (const item of page.Items ?? []) out.push(outboxEventOf(item));
@@ -107,7 +102,7 @@ export function consoleOutbox(app: LocalApp | undefined, clients: ConsoleClients
     const fn = app?.functions.find(
       (f) => f.environment[OUTBOX_ENV.tableName] === table && f.environment[OUTBOX_ENV.pendingShards],
     );
-    return Number(fn?.environment[OUTBOX_ENV.pendingShards] ?? OUTBOX_DEFAULTS.pendingShards);
+    return Number(fn?.environment[OUTBOX_ENV.pendingShards] ?? OUTBOX_TABLE.defaults.pendingShards);
   };
   return {
     outboxTables,
@@ -132,14 +127,13 @@ export function consoleOutbox(app: LocalApp | undefined, clients: ConsoleClients
     async requeue(request: { table: string; pk: string; sk: string }): Promise<{ requeued: boolean }> {
       if (!(await outboxTables()).includes(request.table))
         throw new ConsoleNotFound(`no outbox table ${request.table}`);
-      const [, aggregateType = "", aggregateId = ""] = /^OUTBOX#([^#]*)#(.*)$/.exec(request.pk) ?? [];
       const event = (await events(request.table)).find((e) => e.pk === request.pk && e.sk === request.sk);
       const requeued = await requeueParked(
         clients.ddb,
         request.table,
         { pk: request.pk, sk: request.sk },
         {
-          shard: pendingShard(aggregateType, aggregateId, shardsOf(request.table)),
+          pendingShards: shardsOf(request.table),
           ...(event ? { pendingSince: event.createdAt } : {}),
         },
       );

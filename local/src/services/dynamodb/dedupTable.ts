@@ -6,15 +6,15 @@ import {
   ResourceNotFoundException,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
-import { DEDUP_ATTR, DEDUP_TTL_ATTRIBUTE } from "reliable-consumers";
+import { DEDUP_TABLE } from "reliable-consumers";
 
 /** The dedup table as the CDK construct defines it: `pk` only, on-demand, TTL on `expiresAt`. */
 export function dedupTableInput(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,
     BillingMode: "PAY_PER_REQUEST",
-    AttributeDefinitions: [{ AttributeName: DEDUP_ATTR.pk, AttributeType: "S" }],
-    KeySchema: [{ AttributeName: DEDUP_ATTR.pk, KeyType: "HASH" }],
+    AttributeDefinitions: [{ AttributeName: DEDUP_TABLE.partitionKey, AttributeType: "S" }],
+    KeySchema: [{ AttributeName: DEDUP_TABLE.partitionKey, KeyType: "HASH" }],
   };
 }
 
@@ -24,7 +24,7 @@ export async function createDedupTable(client: DynamoDBClient, tableName: string
   await client.send(
     new UpdateTimeToLiveCommand({
       TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: DEDUP_TTL_ATTRIBUTE, Enabled: true },
+      TimeToLiveSpecification: { AttributeName: DEDUP_TABLE.ttlAttribute, Enabled: true },
     }),
   );
 }

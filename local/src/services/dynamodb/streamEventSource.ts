@@ -1,13 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  DescribeStreamCommand,
-  type DynamoDBStreamsClient,
-  ExpiredIteratorException,
-  GetRecordsCommand,
-  type GetRecordsCommandOutput,
-  GetShardIteratorCommand,
-  TrimmedDataAccessException,
-} from "@aws-sdk/client-dynamodb-streams";
+import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord } from "aws-lambda";
 import type { DynamoDbMapping } from "../../runtime/model.ts";
@@ -18,25 +10,15 @@ import {
   sendToSqsDestination,
 } from "../lambda/failureDestination.ts";
 import type { FunctionHost, InvokeResult } from "../lambda/functionHost.ts";
-import { type EventSource, newStats } from "../sqs/eventSource.ts";
+import { type EventSource, type EventSourceStats, newStats } from "../sqs/eventSource.ts";
+import { type ShardCursor, streamReader } from "./shardReader.ts";
 import { runStreamBatch, type StreamClock } from "./streamMapping.ts";
-import { toStreamRecord } from "./streamPoller.ts";
 
 /** Lambda polls each stream shard four times a second. */
 const POLL_INTERVAL_MS = 250;
 const SHARD_REFRESH_MS = 5_000;
-/** GetRecords failures in a row after which the shard iterator is fetched anew. */
-const REACQUIRE_AFTER_FAILURES = 3;
 
-interface Shard {
-  readonly id: string;
-  readonly parentId?: string;
-  iterator?: string;
-  started: boolean;
-  closed: boolean;
-  lastSequence?: string;
-  /** GetRecords failures in a row (see `read`). */
-  failures: number;
+interface Shard extends ShardCursor {
   buffer: DynamoDBRecord[];
   firstBufferedAt: number;
   busy: boolean;
@@ -44,6 +26,48 @@ interface Shard {
 }
 
 const seq = (r: DynamoDBRecord) => r.dynamodb?.SequenceNumber ?? "";
+
+/** The metadata (DDBStreamBatchInfo) an SQS on-failure destination receives for records given up on. */
+async function discardToDestination(
+  mapping: DynamoDbMapping,
+  functionArn: string,
+  sqs: SQSClient,
+  stats: EventSourceStats,
+  discarded: {
+    shardId: string;
+    records: DynamoDBRecord[];
+    condition: DiscardCondition;
+    count: number;
+    last?: InvokeResult;
+  },
+): Promise<void> {
+  const { records } = discarded;
+  if (records.length === 0) return;
+  stats.discarded += records.length;
+  const created = (r: DynamoDBRecord) =>
+    new Date((r.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000).toISOString();
+  const record = invocationRecord({
+    functionArn,
+    condition: discarded.condition,
+    approximateInvokeCount: discarded.count,
+    ...(discarded.last ? { lastResult: discarded.last } : {}),
+    batchInfoKey: "DDBStreamBatchInfo",
+    batchInfo: {
+      shardId: discarded.shardId,
+      startSequenceNumber: seq(records[0]!),
+      endSequenceNumber: seq(records.at(-1)!),
+      approximateArrivalOfFirstRecord: created(records[0]!),
+      approximateArrivalOfLastRecord: created(records.at(-1)!),
+      batchSize: records.length,
+      streamArn: mapping.streamArn,
+    },
+  });
+  try {
+    await sendToSqsDestination(sqs, mapping.onFailure, record);
+  } catch (error) {
+    process.emitWarning(`${mapping.logicalId}: on-failure destination: ${(error as Error).message}`);
+  }
+}
 
 /**
  * The DynamoDB Streams event source mapping, as Lambda documents it, on DynamoDB Local's stream:
@@ -74,42 +98,15 @@ export function dynamodbStreamEventSource(
 
   const pause = (ms: number) => sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined);
 
+  const reader = streamReader(streams, mapping.streamArn, region, (m) =>
+    process.emitWarning(`${mapping.logicalId}: ${m}`),
+  );
+
   const refreshShards = async () => {
-    let start: string | undefined;
-    do {
-      const out = await streams.send(
-        new DescribeStreamCommand({
-          StreamArn: mapping.streamArn,
-          ...(start ? { ExclusiveStartShardId: start } : {}),
-        }),
-      );
-      for (const s of out.StreamDescription?.Shards ?? []) {
-        if (!s.ShardId || shards.has(s.ShardId)) continue;
-        const shard: Shard = {
-          id: s.ShardId,
-          ...(s.ParentShardId ? { parentId: s.ParentShardId } : {}),
-          started: false,
-          closed: false,
-          failures: 0,
-          buffer: [],
-          firstBufferedAt: 0,
-          busy: false,
-        };
-        // LATEST applies to the shards open when the mapping starts; later shards are read from their start.
-        const type = firstRefresh && mapping.startingPosition === "LATEST" ? "LATEST" : "TRIM_HORIZON";
-        shard.iterator = (
-          await streams.send(
-            new GetShardIteratorCommand({
-              StreamArn: mapping.streamArn,
-              ShardId: s.ShardId,
-              ShardIteratorType: type,
-            }),
-          )
-        ).ShardIterator;
-        shards.set(s.ShardId, shard);
-      }
-      start = out.StreamDescription?.LastEvaluatedShardId;
-    } while (start);
+    // LATEST applies to the shards open when the mapping starts; later shards are read from their start.
+    const position = firstRefresh && mapping.startingPosition === "LATEST" ? "LATEST" : "TRIM_HORIZON";
+    for (const cursor of await reader.newShards(shards, position))
+      shards.set(cursor.id, { ...cursor, buffer: [], firstBufferedAt: 0, busy: false });
     firstRefresh = false;
     for (const shard of shards.values()) {
       if (!shard.worker && eligible(shard)) shard.worker = runShard(shard);
@@ -122,57 +119,10 @@ export function dynamodbStreamEventSource(
     return parent === undefined || finished(parent);
   };
 
-  /**
-   * A new iterator at the checkpoint (after the last record read), or at the trim horizon when
-   * nothing was read yet: records may come again, never go missing.
-   */
-  const reacquire = async (shard: Shard) => {
-    shard.iterator = (
-      await streams.send(
-        new GetShardIteratorCommand({
-          StreamArn: mapping.streamArn,
-          ShardId: shard.id,
-          ...(shard.lastSequence
-            ? { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: shard.lastSequence }
-            : { ShardIteratorType: "TRIM_HORIZON" }),
-        }),
-      )
-    ).ShardIterator;
-    shard.failures = 0;
-  };
-
+  /** One GetRecords into the shard's buffer, less what no filter lets through; the records read. */
   const read = async (shard: Shard): Promise<number> => {
-    if (!shard.iterator) {
-      shard.closed = true;
-      return 0;
-    }
-    let out: GetRecordsCommandOutput;
-    try {
-      out = await streams.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: 1000 }));
-    } catch (error) {
-      if (error instanceof TrimmedDataAccessException) {
-        process.emitWarning(`${mapping.logicalId}: shard ${shard.id} trimmed past the checkpoint`);
-        shard.closed = true;
-        return 0;
-      }
-      if (error instanceof ExpiredIteratorException) {
-        await reacquire(shard);
-        return 0;
-      }
-      // An iterator can outlive the stream's process (a restarted database answers it with a
-      // validation error, not ExpiredIterator): after a few failures in a row, start again from
-      // the checkpoint instead of failing on the same iterator forever.
-      shard.failures++;
-      if (shard.failures >= REACQUIRE_AFTER_FAILURES) await reacquire(shard);
-      throw error;
-    }
-    shard.failures = 0;
-    shard.iterator = out.NextShardIterator;
-    if (!out.NextShardIterator) shard.closed = true;
-    const records = out.Records ?? [];
-    for (const raw of records) {
-      const r = toStreamRecord(raw, mapping.streamArn, region);
-      shard.lastSequence = r.dynamodb?.SequenceNumber ?? shard.lastSequence;
+    const records = await reader.read(shard, 1000);
+    for (const r of records) {
       if (!matchesAnyFilter(mapping.filters, r)) {
         stats.filtered++;
         continue;
@@ -181,40 +131,6 @@ export function dynamodbStreamEventSource(
       shard.buffer.push(r);
     }
     return records.length;
-  };
-
-  const discard = async (
-    shard: Shard,
-    records: DynamoDBRecord[],
-    condition: DiscardCondition,
-    count: number,
-    last?: InvokeResult,
-  ) => {
-    if (records.length === 0) return;
-    stats.discarded += records.length;
-    const created = (r: DynamoDBRecord) =>
-      new Date((r.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000).toISOString();
-    const record = invocationRecord({
-      functionArn: fn.arn,
-      condition,
-      approximateInvokeCount: count,
-      ...(last ? { lastResult: last } : {}),
-      batchInfoKey: "DDBStreamBatchInfo",
-      batchInfo: {
-        shardId: shard.id,
-        startSequenceNumber: seq(records[0]!),
-        endSequenceNumber: seq(records.at(-1)!),
-        approximateArrivalOfFirstRecord: created(records[0]!),
-        approximateArrivalOfLastRecord: created(records.at(-1)!),
-        batchSize: records.length,
-        streamArn: mapping.streamArn,
-      },
-    });
-    try {
-      await sendToSqsDestination(sqs, mapping.onFailure, record);
-    } catch (error) {
-      process.emitWarning(`${mapping.logicalId}: on-failure destination: ${(error as Error).message}`);
-    }
   };
 
   /** One batch through Lambda's stream rules (streamMapping.ts), until done or discarded. */
@@ -231,7 +147,14 @@ export function dynamodbStreamEventSource(
         return typeof id === "string" && id !== "" ? records.findIndex((r) => seq(r) === id) : -1;
       },
       discard: async (records, condition, count, last) => {
-        await discard(shard, [...records], condition, count, last);
+        const discarded = {
+          shardId: shard.id,
+          records: [...records],
+          condition,
+          count,
+          ...(last ? { last } : {}),
+        };
+        await discardToDestination(mapping, fn.arn, sqs, stats, discarded);
         return true;
       },
       stopped: () => abort.signal.aborted,

@@ -1,18 +1,7 @@
-import {
-  DescribeStreamCommand,
-  type DynamoDBStreamsClient,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type AttributeValue as StreamsAttributeValue,
-  type _Record as StreamsRecord,
-} from "@aws-sdk/client-dynamodb-streams";
-import type {
-  DynamoDBBatchResponse,
-  DynamoDBRecord,
-  DynamoDBStreamEvent,
-  AttributeValue as LambdaAttributeValue,
-} from "aws-lambda";
+import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { matchesAnyFilter } from "../lambda/eventFilter.ts";
+import { type ShardCursor, streamReader } from "./shardReader.ts";
 
 /**
  * Lambda's DynamoDB Streams event-source mapping, played locally against a real stream (DynamoDB
@@ -59,60 +48,9 @@ export interface StreamPollerStats {
   discarded: number;
 }
 
-interface ShardState {
-  iterator: string | undefined;
+interface ShardState extends ShardCursor {
   buffer: DynamoDBRecord[];
   attempts: number;
-  closed: boolean;
-}
-
-function b64(u: Uint8Array): string {
-  return Buffer.from(u).toString("base64");
-}
-
-/** SDK (Streams API) attribute value → the Lambda event's JSON shape. */
-export function toLambdaAttributeValue(v: StreamsAttributeValue): LambdaAttributeValue {
-  if (v.S !== undefined) return { S: v.S };
-  if (v.N !== undefined) return { N: v.N };
-  if (v.B !== undefined) return { B: b64(v.B) };
-  if (v.BOOL !== undefined) return { BOOL: v.BOOL };
-  if (v.NULL !== undefined) return { NULL: v.NULL };
-  if (v.SS !== undefined) return { SS: v.SS };
-  if (v.NS !== undefined) return { NS: v.NS };
-  if (v.BS !== undefined) return { BS: v.BS.map(b64) };
-  if (v.L !== undefined) return { L: v.L.map(toLambdaAttributeValue) };
-  if (v.M !== undefined) return { M: toLambdaImage(v.M) };
-  return { NULL: true };
-}
-
-export function toLambdaImage(
-  image: Record<string, StreamsAttributeValue>,
-): Record<string, LambdaAttributeValue> {
-  return Object.fromEntries(Object.entries(image).map(([k, v]) => [k, toLambdaAttributeValue(v)]));
-}
-
-/** One Streams API record → the record Lambda puts into a DynamoDBStreamEvent. */
-export function toStreamRecord(record: StreamsRecord, streamArn: string, region: string): DynamoDBRecord {
-  const d = record.dynamodb ?? {};
-  return {
-    eventID: record.eventID,
-    eventName: record.eventName as DynamoDBRecord["eventName"],
-    eventVersion: record.eventVersion ?? "1.1",
-    eventSource: "aws:dynamodb",
-    awsRegion: region,
-    eventSourceARN: streamArn,
-    dynamodb: {
-      ...(d.ApproximateCreationDateTime
-        ? { ApproximateCreationDateTime: Math.floor(d.ApproximateCreationDateTime.getTime() / 1000) }
-        : {}),
-      ...(d.Keys ? { Keys: toLambdaImage(d.Keys) } : {}),
-      ...(d.NewImage ? { NewImage: toLambdaImage(d.NewImage) } : {}),
-      ...(d.OldImage ? { OldImage: toLambdaImage(d.OldImage) } : {}),
-      ...(d.SequenceNumber ? { SequenceNumber: d.SequenceNumber } : {}),
-      ...(d.SizeBytes !== undefined ? { SizeBytes: d.SizeBytes } : {}),
-      ...(d.StreamViewType ? { StreamViewType: d.StreamViewType } : {}),
-    },
-  };
 }
 
 /** Creates a DynamoDB stream poller. */
@@ -130,48 +68,24 @@ export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
     discarded: 0,
   };
 
+  const reader = streamReader(client, streamArn, region);
   const refreshShards = async () => {
-    let exclusiveStartShardId: string | undefined;
-    do {
-      const out = await client.send(
-        new DescribeStreamCommand({
-          StreamArn: streamArn,
-          ...(exclusiveStartShardId ? { ExclusiveStartShardId: exclusiveStartShardId } : {}),
-        }),
-      );
-      for (const shard of out.StreamDescription?.Shards ?? []) {
-        if (!shard.ShardId || shards.has(shard.ShardId)) continue;
-        const it = await client.send(
-          new GetShardIteratorCommand({
-            StreamArn: streamArn,
-            ShardId: shard.ShardId,
-            ShardIteratorType: "TRIM_HORIZON",
-          }),
-        );
-        shards.set(shard.ShardId, { iterator: it.ShardIterator, buffer: [], attempts: 0, closed: false });
-      }
-      exclusiveStartShardId = out.StreamDescription?.LastEvaluatedShardId;
-    } while (exclusiveStartShardId);
+    for (const cursor of await reader.newShards(shards, "TRIM_HORIZON"))
+      shards.set(cursor.id, { ...cursor, buffer: [], attempts: 0 });
   };
 
   /** Reads until the buffer holds a batch or the shard has nothing more right now. Returns records read. */
   const fill = async (state: ShardState): Promise<number> => {
     let read = 0;
-    while (state.buffer.length < batchSize && state.iterator && !state.closed) {
-      const out = await client.send(
-        new GetRecordsCommand({ ShardIterator: state.iterator, Limit: batchSize }),
-      );
-      state.iterator = out.NextShardIterator;
-      if (!out.NextShardIterator) state.closed = true;
-      const records = out.Records ?? [];
+    while (state.buffer.length < batchSize && !state.closed) {
+      const records = await reader.read(state, batchSize);
       read += records.length;
       for (const r of records) {
-        const lambda = toStreamRecord(r, streamArn, region);
-        if (options.filterPattern !== undefined && !matchesAnyFilter([options.filterPattern], lambda)) {
+        if (options.filterPattern !== undefined && !matchesAnyFilter([options.filterPattern], r)) {
           stats.recordsFiltered++;
           continue;
         }
-        state.buffer.push(lambda);
+        state.buffer.push(r);
       }
       if (records.length === 0) break;
     }

@@ -14,6 +14,7 @@ import {
 import type { FunctionHost, InvokeResult } from "../lambda/functionHost.ts";
 import { type EventSource, newStats } from "../sqs/eventSource.ts";
 import { toMskEvent } from "./mskEventBuilder.ts";
+import type { DeserializedRecord, MappingDeserializer } from "./schemaRegistry.ts";
 
 /** A record in the MSK event's JSON, for filtering: `value` decoded and parsed when it is JSON. */
 function filterRecord(topic: string, partition: number, m: KafkaMessage): Record<string, unknown> {
@@ -55,7 +56,12 @@ const GROUP_ERRORS = new Set([
  *   a `kafka://` topic gets one message per record in Lambda's documented format (the record's key;
  *   the failure metadata with the record under `payload`, `kafkaDestinationMessage`), SQS gets
  *   metadata only. A destination that refuses the write holds the partition until it takes it:
- *   nothing is committed past a record that is neither processed nor delivered.
+ *   nothing is committed past a record that is neither processed nor delivered;
+ * - with a `SchemaRegistryConfig` (`deserializer`, kafkaSchemaRegistry.ts), each record's validated
+ *   parts are deserialized through the registry before the filters and the function see them: the
+ *   function gets them as JSON or SOURCE with the schema metadata, and a record that cannot be
+ *   deserialized goes to the on-failure destination (`DESERIALIZATION_ERROR`, `SCHEMA_NOT_FOUND`)
+ *   without an invocation.
  */
 export function kafkaEventSource(
   mapping: KafkaMapping,
@@ -63,6 +69,7 @@ export function kafkaEventSource(
   kafka: Kafka,
   sqs: SQSClient,
   clock: StreamClock = {},
+  deserializer?: MappingDeserializer,
 ): EventSource {
   const stats = newStats();
   const abort = new AbortController();
@@ -73,6 +80,8 @@ export function kafkaEventSource(
   const bootstrapServers = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 
   const pause = (ms: number) => sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined);
+  // What the mapping's registry made of each record it hands over (per message object: one batch's).
+  const handedOf = new WeakMap<KafkaMessage, Extract<DeserializedRecord, { ok: true }>>();
 
   /**
    * Hands records Lambda gives up on to the on-failure destination. Nothing is dropped: a write the
@@ -148,6 +157,46 @@ export function kafkaEventSource(
     return false;
   };
 
+  /**
+   * The records of a fetch the function may see: all of them without a schema registry; with one,
+   * those whose validated parts deserialize (`handedOf` holds what the function gets of each),
+   * the others sent to the on-failure destination first, with Lambda's reason code, before anything
+   * later is committed. A registry that cannot answer holds the partition until it does.
+   * `undefined` when the mapping stopped or the partition was revoked meanwhile.
+   */
+  const deserialized = async (
+    topic: string,
+    partition: number,
+    messages: KafkaMessage[],
+    revoked: () => boolean,
+  ): Promise<KafkaMessage[] | undefined> => {
+    if (!deserializer) return messages;
+    const out: KafkaMessage[] = [];
+    const refused = new Map<DiscardCondition, KafkaMessage[]>();
+    for (const m of messages) {
+      let d: DeserializedRecord | undefined;
+      for (let attempt = 0; d === undefined; attempt++) {
+        if (revoked()) return undefined;
+        try {
+          d = await deserializer.deserialize(m);
+        } catch (error) {
+          if (attempt === 0)
+            process.emitWarning(
+              `${mapping.logicalId}: schema registry unavailable, holding ${topic}-${partition}: ${(error as Error).message}`,
+            );
+          await pause(Math.min(5_000, 200 * 2 ** Math.min(attempt, 5)));
+        }
+      }
+      if (d.ok) {
+        handedOf.set(m, d);
+        out.push(m);
+      } else refused.set(d.condition, [...(refused.get(d.condition) ?? []), m]);
+    }
+    for (const [condition, list] of refused)
+      if (!(await discard(topic, partition, list, condition, 0))) return undefined;
+    return out;
+  };
+
   /** One chunk through Lambda's stream rules (streamMapping.ts); `commit(next)` after each settled prefix. */
   const processChunk = (
     topic: string,
@@ -165,7 +214,11 @@ export function kafkaEventSource(
       invoke: (messages) =>
         host.invoke(mapping.functionName, {
           ...toMskEvent(
-            messages.map((message) => ({ topic, partition, message })),
+            messages.map((message) => {
+              // What the registry made of it (its parts and schema metadata), or the record as polled.
+              const { ok: _, ...handed } = handedOf.get(message) ?? { ok: true, message };
+              return { topic, partition, ...handed };
+            }),
             { eventSourceArn: mapping.clusterArn },
           ),
           bootstrapServers: bootstrapServers.join(","),
@@ -274,9 +327,12 @@ export function kafkaEventSource(
             const revoked = () => lost !== undefined || !isRunning() || isStale() || abort.signal.aborted;
             inFlight++;
             try {
+              const handed = await deserialized(topic, partition, batch.messages, revoked);
+              if (!handed) return;
               const pass: KafkaMessage[] = [];
-              for (const m of batch.messages) {
-                if (matchesAnyFilter(mapping.filters, filterRecord(topic, partition, m))) pass.push(m);
+              for (const m of handed) {
+                const seen = handedOf.get(m)?.message ?? m;
+                if (matchesAnyFilter(mapping.filters, filterRecord(topic, partition, seen))) pass.push(m);
                 else stats.filtered++;
               }
               for (let i = 0; i < pass.length; i += mapping.batchSize) {

@@ -1,11 +1,14 @@
 import type { IHeaders, KafkaMessage } from "kafkajs";
-import type { MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
+import type { MskEventJson, MskRecordJson, SchemaMetadata } from "reliable-consumers/kafka";
 
 /** A record as a kafkajs consumer sees it, with its coordinates. */
 export interface ConsumedRecord {
   readonly topic: string;
   readonly partition: number;
   readonly message: Pick<KafkaMessage, "key" | "value" | "headers" | "timestamp" | "offset">;
+  /** What a mapping with a schema registry says of the parts it deserialized (kafkaSchemaRegistry.ts). */
+  readonly keySchemaMetadata?: SchemaMetadata;
+  readonly valueSchemaMetadata?: SchemaMetadata;
 }
 
 function headerList(headers: IHeaders | undefined): Record<string, number[]>[] {
@@ -31,7 +34,7 @@ export function toMskEvent(
   options: { eventSource?: "aws:kafka" | "SelfManagedKafka"; eventSourceArn?: string } = {},
 ): MskEventJson {
   const groups: Record<string, MskRecordJson[]> = {};
-  for (const { topic, partition, message } of records) {
+  for (const { topic, partition, message, keySchemaMetadata, valueSchemaMetadata } of records) {
     const list = groups[`${topic}-${partition}`] ?? [];
     list.push({
       topic,
@@ -45,6 +48,8 @@ export function toMskEvent(
           : Buffer.from(message.key).toString("base64"),
       value: message.value === null ? null : Buffer.from(message.value).toString("base64"),
       headers: headerList(message.headers),
+      ...(keySchemaMetadata ? { keySchemaMetadata } : {}),
+      ...(valueSchemaMetadata ? { valueSchemaMetadata } : {}),
     });
     groups[`${topic}-${partition}`] = list;
   }

@@ -4,6 +4,7 @@ import { resolveString, resolveValue } from "../../runtime/intrinsics.ts";
 import { findFunction, type MaterialiseState, num } from "../../runtime/materialiseState.ts";
 import type {
   EventSourceMappingBase,
+  KafkaMappingSchemaRegistry,
   LocalEventSourceMapping,
   OnFailureDestination,
   StreamMappingOptions,
@@ -97,14 +98,51 @@ const dynamodbMapping: MappingMaterialiser = (input) => {
   };
 };
 
+/**
+ * The mapping's `SchemaRegistryConfig` (inside its Amazon MSK or self-managed Kafka config, where
+ * CloudFormation has it): the local mapping deserializes through the registry as Lambda does
+ * (kafkaSchemaRegistry.ts).
+ */
+function schemaRegistryOf(
+  { id, s }: MappingInput,
+  config: { SchemaRegistryConfig?: unknown } | undefined,
+): KafkaMappingSchemaRegistry | undefined {
+  const c = config?.SchemaRegistryConfig as
+    | {
+        SchemaRegistryURI?: unknown;
+        EventRecordFormat?: unknown;
+        SchemaValidationConfigs?: Array<{ Attribute?: unknown }>;
+        AccessConfigs?: Array<{ Type?: unknown; URI?: unknown }>;
+      }
+    | undefined;
+  if (!c) return undefined;
+  const at = `${id}.SchemaRegistryConfig`;
+  const format = resolveString(c.EventRecordFormat ?? "JSON", s.ctx, `${at}.EventRecordFormat`);
+  if (format !== "JSON" && format !== "SOURCE")
+    throw new Error(`${at}: EventRecordFormat ${format} is not JSON or SOURCE`);
+  return {
+    uri: resolveString(c.SchemaRegistryURI, s.ctx, `${at}.SchemaRegistryURI`),
+    eventRecordFormat: format,
+    attributes: (c.SchemaValidationConfigs ?? [])
+      .map((v) => resolveString(v.Attribute, s.ctx, `${at}.SchemaValidationConfigs`))
+      .filter((a): a is "KEY" | "VALUE" => a === "KEY" || a === "VALUE"),
+    accessConfigs: (c.AccessConfigs ?? []).map((a) => ({
+      type: resolveString(a.Type, s.ctx, `${at}.AccessConfigs`),
+      uri: resolveString(a.URI, s.ctx, `${at}.AccessConfigs`),
+    })),
+  };
+}
+
 /** An MSK cluster or a self-managed Kafka source → a consumer group on the local Kafka cluster. */
 const kafkaMapping: MappingMaterialiser = (input) => {
   const { id, p, base, sourceArn, s } = input;
   if (!sourceArn?.startsWith("arn:aws:kafka:") && !p.SelfManagedEventSource) return undefined;
   const topics = resolveValue(p.Topics ?? [], s.ctx, `${id}.Topics`) as string[];
-  const group =
-    (p.AmazonManagedKafkaEventSourceConfig as { ConsumerGroupId?: unknown } | undefined)?.ConsumerGroupId ??
-    (p.SelfManagedKafkaEventSourceConfig as { ConsumerGroupId?: unknown } | undefined)?.ConsumerGroupId;
+  const kafkaConfig = (p.AmazonManagedKafkaEventSourceConfig ?? p.SelfManagedKafkaEventSourceConfig) as
+    | { ConsumerGroupId?: unknown; SchemaRegistryConfig?: unknown }
+    | undefined;
+  const group = kafkaConfig?.ConsumerGroupId;
+  const schemaRegistry = schemaRegistryOf(input, kafkaConfig);
   const pollers = (p.ProvisionedPollerConfig as { MaximumPollers?: unknown } | undefined)?.MaximumPollers;
   if (p.ProvisionedPollerConfig === undefined && base.reportBatchItemFailures)
     s.note(
@@ -123,8 +161,9 @@ const kafkaMapping: MappingMaterialiser = (input) => {
       batchSize: num(p.BatchSize, 100),
       maxBatchingWindowSeconds: num(p.MaximumBatchingWindowInSeconds, 0.5),
       ...(pollers !== undefined ? { maximumPollers: Number(pollers) } : {}),
+      ...(schemaRegistry ? { schemaRegistry } : {}),
     },
-    detail: `Kafka ${topics.join(",")} (group ${consumerGroupId}) → ${base.functionName}`,
+    detail: `Kafka ${topics.join(",")} (group ${consumerGroupId}${schemaRegistry ? `, schema registry ${schemaRegistry.eventRecordFormat}` : ""}) → ${base.functionName}`,
   };
 };
 

@@ -5,7 +5,17 @@ import type { OnFailureDestination } from "../../runtime/model.ts";
 import { type ConsumedRecord, toMskEvent } from "../kafka/mskEventBuilder.ts";
 import type { InvokeResult } from "./functionHost.ts";
 
-export type DiscardCondition = "RetryAttemptsExhausted" | "RecordAgeExceeded";
+/**
+ * Why a mapping gave a record up: its retries or its age ran out, or (a Kafka mapping with a schema
+ * registry) it could not deserialize it, or its schema is not in the registry: the reason codes
+ * Lambda sends such a record to the failure destination with ("Using schema registries with Kafka
+ * event sources in Lambda").
+ */
+export type DiscardCondition =
+  | "RetryAttemptsExhausted"
+  | "RecordAgeExceeded"
+  | "DESERIALIZATION_ERROR"
+  | "SCHEMA_NOT_FOUND";
 
 /**
  * The invocation record Lambda sends to an SQS/SNS on-failure destination of a stream or Kafka

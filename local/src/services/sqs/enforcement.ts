@@ -3,7 +3,7 @@
  * reference: the batch calls authorize as their single forms) and as SQS's quotas see it. Only the
  * quotas fauxqs lets through are checked here; the rest it answers itself, in the same words.
  */
-
+import { FIFO_ID_PATTERN, SQS_LIMITS } from "reliable-consumers/sqs";
 import { type ServiceError, sqsInvalidParameter } from "../../enforcement/serviceError.ts";
 import type { AuthzRequest } from "../iam/iamEvaluator.ts";
 
@@ -13,14 +13,6 @@ const ACTION_OF: Readonly<Record<string, string>> = {
   DeleteMessageBatch: "DeleteMessage",
   ChangeMessageVisibilityBatch: "ChangeMessageVisibility",
 };
-
-/** SQS's per-message and per-call limits (Amazon SQS quotas). */
-export const SQS_LIMITS = {
-  attributesPerMessage: 10,
-  maxDelaySeconds: 900,
-  /** Visibility of one message, counted from its receive. */
-  maxVisibilitySeconds: 43_200,
-} as const;
 
 export interface SqsArns {
   /** `http://host/<account>/<name>` → `arn:aws:sqs:<region>:<account>:<name>`. */
@@ -60,13 +52,30 @@ export function sqsAuthz(operation: string, body: Body, arns: SqsArns, region: s
 interface MessageInput {
   readonly MessageAttributes?: Record<string, unknown>;
   readonly DelaySeconds?: number;
+  readonly MessageGroupId?: unknown;
+  readonly MessageDeduplicationId?: unknown;
+}
+
+/**
+ * A MessageGroupId or MessageDeduplicationId SQS refuses (more than 128 characters, or one outside
+ * alphanumerics and punctuation: `José García`), in SQS's words. fauxqs stores any string.
+ */
+function fifoIdQuota(m: MessageInput): ServiceError | undefined {
+  for (const parameter of ["MessageGroupId", "MessageDeduplicationId"] as const) {
+    const value = m[parameter];
+    if (typeof value === "string" && !FIFO_ID_PATTERN.test(value))
+      return sqsInvalidParameter(
+        `Value ${value} for parameter ${parameter} is invalid. Reason: ${parameter} can only include alphanumeric and punctuation characters. 1 to ${SQS_LIMITS.maxFifoIdLength} in length.`,
+      );
+  }
+  return undefined;
 }
 
 function messageQuota(m: MessageInput, where: string): ServiceError | undefined {
   const attributes = Object.keys(m.MessageAttributes ?? {}).length;
-  if (attributes > SQS_LIMITS.attributesPerMessage)
+  if (attributes > SQS_LIMITS.maxAttributes)
     return sqsInvalidParameter(
-      `Number of message attributes [${attributes}] exceeds the allowed maximum [${SQS_LIMITS.attributesPerMessage}]${where}.`,
+      `Number of message attributes [${attributes}] exceeds the allowed maximum [${SQS_LIMITS.maxAttributes}]${where}.`,
     );
   if (m.DelaySeconds !== undefined && (m.DelaySeconds < 0 || m.DelaySeconds > SQS_LIMITS.maxDelaySeconds))
     return sqsInvalidParameter(
@@ -105,7 +114,7 @@ export function sqsQuota(
 ): ServiceError | undefined {
   switch (operation) {
     case "SendMessage":
-      return messageQuota(body as MessageInput, "");
+      return messageQuota(body as MessageInput, "") ?? fifoIdQuota(body as MessageInput);
     case "SendMessageBatch": {
       for (const [i, entry] of ((body.Entries as MessageInput[] | undefined) ?? []).entries()) {
         const error = messageQuota(entry, ` (entry ${i + 1})`);
@@ -120,18 +129,38 @@ export function sqsQuota(
   }
 }
 
+/** A batch entry SQS fails on its own, as the batch answer's `Failed` lists it. */
+export interface BatchEntryFailure {
+  readonly Id: string;
+  readonly SenderFault: true;
+  readonly Code: string;
+  readonly Message: string;
+}
+
 /**
- * ChangeMessageVisibilityBatch fails entry by entry: the entries past 12 h are answered as failed
- * and taken out of the call; `undefined` when every entry may go on.
+ * The entries of a batch call that SQS fails one by one while the others go on: the gateway answers
+ * them as failed and takes them out of the call (empty when every entry may go on).
+ * - ChangeMessageVisibilityBatch: an entry past 12 h of visibility.
+ * - SendMessageBatch: an entry whose MessageGroupId or MessageDeduplicationId SQS refuses. SQS
+ *   reports an entry's invalid parameter in `Failed` with `SenderFault` and `InvalidParameterValue`
+ *   (the batch answer's shape, SendMessageBatch API reference; LocalStack does the same).
  */
-export function visibilityBatchFailures(
+export function batchEntryFailures(
+  operation: string,
   body: Body,
   receivedAt: (handle: string) => number | undefined,
   now: number,
-): Array<{ Id: string; SenderFault: true; Code: string; Message: string }> {
-  const failed: Array<{ Id: string; SenderFault: true; Code: string; Message: string }> = [];
+): BatchEntryFailure[] {
+  const check: ((e: Record<string, unknown>) => ServiceError | undefined) | undefined =
+    operation === "ChangeMessageVisibilityBatch"
+      ? (e) => visibilityQuota(e.ReceiptHandle, e.VisibilityTimeout, receivedAt, now)
+      : operation === "SendMessageBatch"
+        ? (e) => fifoIdQuota(e as MessageInput)
+        : undefined;
+  if (!check) return [];
+  const failed: BatchEntryFailure[] = [];
   for (const e of (body.Entries as Array<Record<string, unknown>> | undefined) ?? []) {
-    const error = visibilityQuota(e.ReceiptHandle, e.VisibilityTimeout, receivedAt, now);
+    const error = check(e);
     if (error) failed.push({ Id: String(e.Id), SenderFault: true, Code: error.code, Message: error.message });
   }
   return failed;

@@ -58,6 +58,8 @@ export const overviewView: ViewFactory = (el, { overview: o }) => {
   }
   if (o.report) {
     el.append(...report("NOT EMULATED", "not-emulated", o.report.unsupported));
+    if (o.report.refused?.length)
+      el.append(...report("REFUSED, as AWS refuses it", "refused", o.report.refused));
     el.append(...report("No local effect", "inert", o.report.inert));
     if (o.report.notes.length)
       el.append(
