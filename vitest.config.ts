@@ -12,6 +12,9 @@ const HEAVY = [
   "test/package/consumerApp.test.ts",
   // the same, with the local console in Chromium.
   "local/test/package/consoleBrowser.test.ts",
+  // builds the documentation site (TypeDoc over both packages: a minute or more) and opens every
+  // page in Chromium.
+  "test/docs/siteBrowser.test.ts",
 ];
 
 /**

@@ -1,4 +1,6 @@
-// The README's SQS example, verbatim; test/integration/examples.test.ts runs it against the emulators.
+// The README's SQS example, verbatim, and the guides' (docs/sqs.md includes the region);
+// test/integration/examples.test.ts runs it against the emulators.
+// #region handler
 import { DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { PermanentError } from "reliable-consumers";
 import { sqsConsumer } from "reliable-consumers/sqs";
@@ -23,3 +25,4 @@ export const handler = sqsConsumer<z.infer<typeof Order>>(
     idempotency: { tableName: process.env.DEDUP_TABLE_NAME }, // scope defaults to the function name
   },
 );
+// #endregion handler

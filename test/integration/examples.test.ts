@@ -1,6 +1,6 @@
 import { CreateTableCommand, DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
+import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
@@ -36,23 +36,34 @@ afterAll(async () => {
   await deleteQueues(sqs, q);
 });
 
-describe("README examples", () => {
+// The README's and the guides' SQS examples: examples/sqsQuickstart.ts run through
+// examples/localTrigger.ts (one receive and invocation, as Lambda's trigger), examples/dlqRedrive.ts.
+describe("README and guide examples (SQS)", () => {
   it("the SQS quickstart stores each order once and parks bad input and rule violations", async () => {
-    const { handler } = await import("../../examples/sqsQuickstart.ts");
+    const { runQuickstartOnce } = await import("../../examples/localTrigger.ts");
     await sendAll(sqs, q.url, [
       { body: '{"orderId":"o-1","amountCents":500}' },
       { body: '{"orderId":"o-1","amountCents":500}' },
       { body: '{"orderId":"o-2","amountCents":99999999}' },
       { body: "not json" },
     ]);
-    const result = await invokeFromQueue(sqs, handler, {
-      queueUrl: q.url,
-      queueArn: q.arn,
-      functionName: "quickstart",
-    });
+    const result = await runQuickstartOnce(q.url, q.arn);
     expect(result).toMatchObject({ received: 4, deleted: 4, failed: [] });
     const orders = await ddb.send(new ScanCommand({ TableName: process.env.APP_TABLE_NAME }));
     expect(orders.Items?.map((i) => i.pk?.S)).toEqual(["ORDER#o-1"]);
     expect(await drainQueue(sqs, q.dlqUrl)).toHaveLength(2);
+  });
+
+  it("the DLQ guide's redrive moves the rule violation back to its queue and leaves the bad JSON", async () => {
+    const { runQuickstartOnce } = await import("../../examples/localTrigger.ts");
+    const { redriveRuleViolations } = await import("../../examples/dlqRedrive.ts");
+    await sendAll(sqs, q.url, [{ body: '{"orderId":"o-9","amountCents":99999999}' }, { body: "not json" }]);
+    expect(await runQuickstartOnce(q.url, q.arn)).toMatchObject({ received: 2, deleted: 2, failed: [] });
+    const moved = await redriveRuleViolations(q.dlqUrl);
+    expect(moved).toMatchObject({ moved: 1, failed: 0 });
+    const back = await drainQueue(sqs, q.url);
+    expect(back.map((m) => m.Body)).toEqual(['{"orderId":"o-9","amountCents":99999999}']);
+    const left = await drainQueue(sqs, q.dlqUrl);
+    expect(left.map((m) => m.Body)).toEqual(["not json"]);
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -25,4 +25,38 @@ describe("README Install section", () => {
     expect(squash(read("examples/consumer-app/lib/consumerAppStack.ts"))).toContain(squash(blocks[0]!));
     expect(squash(read("examples/consumer-app/src/orderHandler.ts"))).toContain(squash(blocks[1]!));
   });
+});
+
+/**
+ * Every TypeScript block of the README, wherever it is, is code a test runs: found, whitespace
+ * aside, in examples/*.ts (typechecked by `npm test`, run by test/integration) or in
+ * examples/consumer-app (installed, typechecked, synthesized and run by consumerApp.test.ts).
+ */
+describe("README code blocks", () => {
+  const tested = (dir: string): string[] =>
+    readdirSync(join(REPO, dir), { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory()
+        ? e.name === "node_modules" || e.name === "cdk.out"
+          ? []
+          : tested(join(dir, e.name))
+        : /\.tsx?$/.test(e.name)
+          ? [join(dir, e.name)]
+          : [],
+    );
+  const sources = tested("examples").map((path) => ({ path, code: squash(read(path)) }));
+  const blocks = [
+    ...read("README.md").matchAll(/```(?:ts|tsx|typescript|js|javascript)\n([\s\S]*?)```/g),
+  ].map((m) => m[1]!);
+
+  it("has code to check", () => {
+    expect(blocks.length).toBeGreaterThan(0);
+  });
+
+  it.each(blocks.map((b, i) => [i + 1, b] as const))(
+    "block %i comes from a tested file under examples/",
+    (_, block) => {
+      const from = sources.filter((s) => s.code.includes(squash(block))).map((s) => s.path);
+      expect(from, `not found in examples/:\n${block}`).not.toEqual([]);
+    },
+  );
 });

@@ -1,4 +1,5 @@
 // README "Install": the handler. Idempotent on DEDUP_TABLE_NAME, partial batch responses, DLQ on bad input.
+// #region handler
 import { DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { sqsConsumer } from "reliable-consumers/sqs";
 
@@ -12,3 +13,4 @@ export const handler = sqsConsumer<{ orderId: string }>(
   },
   { key: (order) => order.orderId },
 );
+// #endregion handler
