@@ -16,6 +16,11 @@ export const SQS_LIMITS = {
   maxDelaySeconds: 900,
   /** A message's visibility, counted from its receive (12 h). */
   maxVisibilitySeconds: 43_200,
+  /** A queue's retention period, in seconds: 1 minute to 14 days. */
+  minRetentionSeconds: 60,
+  maxRetentionSeconds: 1_209_600,
+  /** A redrive policy's `maxReceiveCount`: 1 to 1,000 receives. */
+  maxReceiveCount: 1000,
   /** The longest MessageGroupId or MessageDeduplicationId (see `FIFO_ID_PATTERN`). */
   maxFifoIdLength: 128,
   /** The longest queue name, a FIFO queue's `.fifo` suffix included (see `QUEUE_NAME_PATTERN`). */

@@ -1,5 +1,6 @@
 import { ChangeMessageVisibilityBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { beforeDeadline } from "../batch/lambdaDeadline.ts";
+import { SQS_LIMITS } from "./sqsLimits.ts";
 
 /** One record's new visibility timeout. */
 export interface VisibilityChange {
@@ -8,8 +9,8 @@ export interface VisibilityChange {
   readonly seconds: number;
 }
 
-/** SQS's ceiling on a message's visibility, counted from its receive. */
-export const MAX_VISIBILITY_SECONDS = 43_200;
+/** SQS's ceiling on a message's visibility, counted from its receive (`SQS_LIMITS`). */
+export const MAX_VISIBILITY_SECONDS = SQS_LIMITS.maxVisibilitySeconds;
 
 /**
  * ChangeMessageVisibilityBatch, 10 entries a call. Returns the ids that failed (the batch call

@@ -13,9 +13,6 @@ import { ConsumerRuleError, formatSeconds, isKnown } from "./ruleError.ts";
  */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
 
-/** SQS's maximum visibility timeout (12 h). */
-export const MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200;
-
 /** The visibility timeout a queue needs: 6 × the function timeout, plus the batching window. */
 export function requiredVisibilityTimeoutSeconds(
   functionTimeoutSeconds: number,
@@ -70,7 +67,7 @@ export function checkVisibilityTimeout(c: VisibilityCheck): void {
     return;
   }
   const required = requiredVisibilityTimeoutSeconds(c.functionTimeoutSeconds, window);
-  if (required > MAX_VISIBILITY_TIMEOUT_SECONDS) {
+  if (required > SQS_LIMITS.maxVisibilitySeconds) {
     throw new ConsumerRuleError(
       "VisibilityTimeoutAboveMaximum",
       `Consumer "${c.consumer}" of queue "${c.queue}": ${VISIBILITY_TIMEOUT_FACTOR} × timeout ` +
@@ -95,10 +92,6 @@ export function checkVisibilityTimeout(c: VisibilityCheck): void {
   }
 }
 
-/** SQS's limits on a queue's retention period: 60 s to 14 days. */
-export const SQS_RETENTION_SECONDS = { min: 60, max: 14 * 86_400 } as const;
-/** SQS's limit on a redrive policy's maxReceiveCount. */
-export const MAX_RECEIVE_COUNT = 1000;
 /**
  * The fewest receives a FIFO queue of a consumer may allow. A record that did not fail (held by
  * another invocation's lease, or not started for lack of time) still uses a receive each time it
@@ -173,11 +166,11 @@ export function checkQueueWithDlq(q: QueueCheck): void {
     if (
       !Number.isInteger(q.maxReceiveCount) ||
       q.maxReceiveCount < 1 ||
-      q.maxReceiveCount > MAX_RECEIVE_COUNT
+      q.maxReceiveCount > SQS_LIMITS.maxReceiveCount
     ) {
       throw new ConsumerRuleError(
         "MaxReceiveCountOutOfRange",
-        `maxReceiveCount must be an integer from 1 to ${MAX_RECEIVE_COUNT}, got ${q.maxReceiveCount}`,
+        `maxReceiveCount must be an integer from 1 to ${SQS_LIMITS.maxReceiveCount}, got ${q.maxReceiveCount}`,
         q.path,
       );
     }
@@ -195,7 +188,10 @@ export function checkQueueWithDlq(q: QueueCheck): void {
     ["retention", q.retentionSeconds],
     ["DLQ retention", q.dlqRetentionSeconds],
   ] as const) {
-    if (isKnown(seconds) && (seconds < SQS_RETENTION_SECONDS.min || seconds > SQS_RETENTION_SECONDS.max)) {
+    if (
+      isKnown(seconds) &&
+      (seconds < SQS_LIMITS.minRetentionSeconds || seconds > SQS_LIMITS.maxRetentionSeconds)
+    ) {
       throw new ConsumerRuleError(
         "RetentionOutOfRange",
         `${what} must be from 1 minute to 14 days (SQS's limits), got ${formatSeconds(seconds)}`,
