@@ -123,6 +123,11 @@ export interface ChaosServiceOptions {
   readonly providerUnavailable?: () => boolean;
   /** The sweeper's minimum event age. @default 10 000 ms */
   readonly sweepMinAgeMs?: number;
+  /**
+   * payment-consumer's dedup lease (its `DEDUP_LEASE_MS`) for this run: how long a claim a killed
+   * environment left blocks the redelivery of its record. @default the store's, 30 000 ms
+   */
+  readonly paymentLeaseMs?: number;
   /** Limits of the relay's stream mapping for this run (how soon it gives up on a failing batch). @default the template's */
   readonly relayMapping?: {
     readonly maximumRetryAttempts?: number;
@@ -244,7 +249,10 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
         : {}),
       ...(options.instrument ? { instrument: options.instrument } : {}),
       envOverrides: {
-        "/payment-consumer/": { PAYMENT_GATEWAY_URL: provider.url },
+        "/payment-consumer/": {
+          PAYMENT_GATEWAY_URL: provider.url,
+          ...(options.paymentLeaseMs !== undefined ? { DEDUP_LEASE_MS: String(options.paymentLeaseMs) } : {}),
+        },
         "/outbox-sweeper/": { OUTBOX_SWEEPER_MIN_AGE_MS: String(options.sweepMinAgeMs ?? 10_000) },
       },
       logDir: join(dir, "logs"),

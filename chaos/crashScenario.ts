@@ -11,6 +11,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // ───────────────────────── 11. a record kills its function ─────────────────────────
 
 /**
+ * payment-consumer's dedup lease in scenario 11 (ms): what each kill costs in waiting, a third of
+ * the 30 s default. A live charge's lease is still renewed with seconds to spare (the keeper looks
+ * every third of the lease and renews once half is gone).
+ */
+const PAYMENT_LEASE_MS = 10_000;
+
+/**
  * Orders among which a few kill the payment environment whenever they are charged: a record that
  * crashes its function every time, as one that makes the handler run out of memory does. No
  * exception reaches the consumer, so it cannot route the record; before issue 26 its mapping
@@ -26,6 +33,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * such record to the dead-letter topic, in Lambda's own format, never charged; every other order
  * is charged (those behind it on its partition too), repeats only where a kill explains them;
  * `npm run dlq` reads the records Lambda wrote and would replay each to the main topic.
+ *
+ * Each kill leaves the record's dedup lease behind, which is never taken over (issue 34 item 10):
+ * the redelivery waits it out and hands the record back, one retry attempt more, then the next
+ * retry kills again. So isolation takes about ⌈(retry attempts + 1) ÷ 2⌉ leases: 6–7 kills of
+ * 30 s at the stack's defaults (10 attempts), past the run's wait. The run shortens the payment
+ * consumer's lease (`PAYMENT_LEASE_MS`), as the chaos app shortens the ladder: the same steps, in
+ * seconds.
  */
 export async function recordKillsItsFunction(
   ctx: ScenarioContext,
@@ -50,6 +64,7 @@ export async function recordKillsItsFunction(
     assembly: ctx.assembly,
     prefix: id,
     direct: ctx.endpoints,
+    paymentLeaseMs: PAYMENT_LEASE_MS,
     crashDecision: (orderId) => {
       if (!crashers.has(orderId)) return "none";
       kills++;

@@ -4,6 +4,24 @@ import { httpPaymentGateway, OrderPlaced, type PaymentGateway, stubPaymentGatewa
 
 const telemetry = createTelemetry({ serviceName: "payment-consumer" });
 
+/**
+ * DEDUP_LEASE_MS: how long a charge's dedup claim is exclusive without renewal (ms), read and
+ * checked once, at init; unset, the dedup store's default (DEDUP_DEFAULTS.leaseMs, 30 s). It is
+ * also how long the redelivery of a record whose environment died waits before it goes back to
+ * Lambda (docs/kafka.md, "Event source mappings"), so a record that kills the function reaches
+ * the dead-letter topic after about ⌈(retry attempts + 1) ÷ 2⌉ leases: chaos scenario 11 shortens
+ * it to keep its run short.
+ */
+function dedupLeaseMs(): number | undefined {
+  const text = process.env.DEDUP_LEASE_MS;
+  if (text === undefined || text === "") return undefined;
+  const ms = Number(text);
+  if (!Number.isSafeInteger(ms) || ms <= 0)
+    throw new Error(`DEDUP_LEASE_MS must be a whole number of milliseconds above 0, got '${text}'`);
+  return ms;
+}
+const leaseMs = dedupLeaseMs();
+
 export const gateway: PaymentGateway = process.env.PAYMENT_GATEWAY_URL
   ? httpPaymentGateway(process.env.PAYMENT_GATEWAY_URL)
   : stubPaymentGateway();
@@ -23,7 +41,7 @@ export const gateway: PaymentGateway = process.env.PAYMENT_GATEWAY_URL
  *   `order-events.DLQ` with their context. Replay with `npm run dlq -- replay --topic order-events.DLQ`.
  *
  * Environment: KAFKA_BROKERS, MSK_IAM_AUTH, KAFKA_RETRY_LADDER (from the CDK), DEDUP_TABLE_NAME,
- * DEDUP_WINDOW_SECONDS, PAYMENT_GATEWAY_URL (optional).
+ * DEDUP_WINDOW_SECONDS, PAYMENT_GATEWAY_URL (optional), DEDUP_LEASE_MS (optional).
  */
 export const handler = kafkaConsumer<OrderPlaced>(
   async ({ body, id }, { signal }) => {
@@ -53,6 +71,7 @@ export const handler = kafkaConsumer<OrderPlaced>(
       ...(process.env.DEDUP_WINDOW_SECONDS
         ? { windowSeconds: Number(process.env.DEDUP_WINDOW_SECONDS) }
         : {}),
+      ...(leaseMs !== undefined ? { leaseMs } : {}),
     },
     telemetry,
   },

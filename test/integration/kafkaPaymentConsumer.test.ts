@@ -1,3 +1,5 @@
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { DEDUP_TABLE } from "reliable-consumers";
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
 import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -86,5 +88,50 @@ describe("functions/payment-consumer", () => {
     // that was not a redelivery of a dead-lettered one (the first, and the replay).
     expect(charged.sort()).toEqual(["o-1", "o-2", "o-2", "o-4"]);
     expect(charge.mock.calls.find(([c]) => c.orderId === "o-1")![0].idempotencyKey).toBe("payment:o-1");
+  });
+
+  it("DEDUP_LEASE_MS sets the lease of a charge's claim, and a bad one fails at init", async () => {
+    // Chaos scenario 11 shortens the lease a killed environment leaves (chaos/crashScenario.ts).
+    const load = async (leaseMs: string) => {
+      vi.resetModules();
+      process.env.DEDUP_LEASE_MS = leaseMs;
+      try {
+        return await import("../../functions/payment-consumer/handler.ts");
+      } finally {
+        delete process.env.DEDUP_LEASE_MS;
+      }
+    };
+    await expect(load("10s")).rejects.toThrow(/DEDUP_LEASE_MS/);
+    const { handler, gateway } = await load("7000");
+    // The lease as the claim wrote it, read while the charge runs.
+    let leaseLeftMs: number | undefined;
+    vi.spyOn(gateway, "charge").mockImplementation(async () => {
+      const pk = DEDUP_TABLE.pk("payment-consumer", "payment:o-lease");
+      const item = await ddb.send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } } }));
+      leaseLeftMs = Number(item.Item?.[DEDUP_TABLE.attributes.leaseExpiresAt]?.N) - Date.now();
+      return { paymentId: "p-lease" };
+    });
+    const value = { orderId: "o-lease", customerId: "c-1", amountCents: 100 };
+    const event = {
+      eventSource: "aws:kafka",
+      records: {
+        [`${topic}-1`]: [
+          {
+            topic,
+            partition: 1,
+            offset: 0,
+            timestamp: Date.now(),
+            timestampType: "CREATE_TIME",
+            key: b64("o-lease"),
+            value: b64(JSON.stringify(value)),
+            headers: [],
+          },
+        ],
+      },
+    };
+    expect(await handler(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    // Claimed for 7 s (at most that left whenever it is read), not the default 30 s.
+    expect(Number.isFinite(leaseLeftMs)).toBe(true);
+    expect(leaseLeftMs).toBeLessThanOrEqual(7_000);
   });
 });
