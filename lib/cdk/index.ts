@@ -30,7 +30,7 @@ export {
 } from "./dedupTable.ts";
 export { BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 export { KafkaTopics, type KafkaTopicsProps } from "./kafkaTopics.ts";
-export type { MskClusterKind, MskClusterRef } from "./mskCluster.ts";
+export { type MskClusterKind, type MskClusterRef, MskGrants } from "./mskCluster.ts";
 export type { MskSchemaRegistry, SchemaRegistryAccess } from "./mskSchemaRegistry.ts";
 export { type KafkaProvisionedPollers, MskTrigger, type MskTriggerOptions } from "./mskTrigger.ts";
 export {

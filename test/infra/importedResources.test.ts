@@ -163,3 +163,20 @@ describe("DedupTable.fromTable", () => {
     expect(ruleCodeOf(() => Template.fromStack(stack))).toBe("DedupWindowTooShort");
   });
 });
+
+describe("the CDK guide's example (examples/importedQueue.ts)", () => {
+  it("consumes another team's queue with its DLQ and dedups on its table", async () => {
+    const { ExistingQueueStack } = await import("../../examples/importedQueue.ts");
+    const stack = new ExistingQueueStack(testApp(), "Existing", {
+      queueArn: QUEUE_ARN,
+      deadLetterQueueArn: DLQ_ARN,
+      dedupTableName: "orders-dedup",
+      entry: STUB_ENTRY,
+    });
+    const t = Template.fromStack(stack);
+    t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { EventSourceArn: QUEUE_ARN });
+    t.resourceCountIs("AWS::SQS::Queue", 0);
+    t.resourceCountIs("AWS::DynamoDB::Table", 0);
+    expect(JSON.stringify(t.findResources("AWS::IAM::Policy"))).toContain("table/orders-dedup");
+  });
+});
