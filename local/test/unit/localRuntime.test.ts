@@ -11,7 +11,7 @@ import {
 } from "../../src/runtime/intrinsics.ts";
 import { rateMs } from "../../src/runtime/materialise.ts";
 import { runStreamBatch, type StreamSource } from "../../src/services/dynamodb/streamMapping.ts";
-import { groupError } from "../../src/services/kafka/eventSource.ts";
+import { groupError } from "../../src/services/kafka/groupMember.ts";
 import { matchesAnyFilter } from "../../src/services/lambda/eventFilter.ts";
 import type { DiscardCondition } from "../../src/services/lambda/failureDestination.ts";
 import { withoutTsxHooks } from "../../src/services/lambda/functionHost.ts";
