@@ -118,6 +118,7 @@ export class MskTrigger implements IConsumerTrigger {
     this.options = options;
   }
 
+  /** Adds one mapping per consumed topic of the ladder, with the grants and variables, checking the rules. */
   bind(consumer: ConsumerFunctionBase): void {
     if (!consumer.inVpc) {
       throw new ConsumerRuleError(
@@ -152,14 +153,7 @@ export class MskTrigger implements IConsumerTrigger {
     const group = options.consumerGroupId ?? consumer.consumerName;
     const groupOf = (topic: string) =>
       topic === ladder.topic ? group : `${group}${topic.slice(ladder.topic.length)}`;
-    const registry = options.schemaRegistry
-      ? mskSchemaRegistryConfig(Stack.of(consumer), consumer.node.path, options.schemaRegistry)
-      : undefined;
-    // The mapping decodes Glue frames with the function's role, by schema version id.
-    if (options.schemaRegistry?.kind === "glue") {
-      grantGetSchemaVersionById(consumer.function);
-      consumer.acknowledgeWildcardResource(GLUE_BY_ID_REASON);
-    }
+    const registry = this.useRegistry(consumer);
     this.mappings = consumed.map(
       (t) =>
         new lambda.EventSourceMapping(consumer, `Msk-${t.name}`, {
@@ -188,12 +182,33 @@ export class MskTrigger implements IConsumerTrigger {
         }),
     );
     grantMskTrigger(consumer, cluster, topics, groupOf);
+    this.exportAndDeclare(consumer, registry?.env ?? {});
+  }
+
+  /** The trigger's registry integration, and what the mapping needs of the role to decode Glue frames. */
+  private useRegistry(consumer: ConsumerFunctionBase) {
+    const access = this.options.schemaRegistry;
+    if (!access) return undefined;
+    // The mapping decodes Glue frames with the function's role, by schema version id.
+    if (access.kind === "glue") {
+      grantGetSchemaVersionById(consumer.function);
+      consumer.acknowledgeWildcardResource(GLUE_BY_ID_REASON);
+    }
+    return mskSchemaRegistryConfig(Stack.of(consumer), consumer.node.path, access);
+  }
+
+  /** The variables the consumer reads, and the ladder's retry path for the dedup window rule. */
+  private exportAndDeclare(
+    consumer: ConsumerFunctionBase,
+    registryEnv: Readonly<Record<string, string>>,
+  ): void {
+    const { cluster, ladder } = this;
     consumer
       .addEnvironment(LAMBDA_ENV.kafkaBrokers, cluster.bootstrapBrokers)
       .addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic)
       .addEnvironment(LAMBDA_ENV.kafkaRetryLadder, JSON.stringify(ladderRuntimeConfig(ladder)))
       .addEnvironment(LAMBDA_ENV.mskIamAuth, String(cluster.iamAuth ?? true));
-    for (const [name, value] of Object.entries(registry?.env ?? {})) consumer.addEnvironment(name, value);
+    for (const [name, value] of Object.entries(registryEnv)) consumer.addEnvironment(name, value);
     consumer.addRetryPath({
       description:
         `topic ${ladder.topic}: retry ladder ${ladder.retryDelaysSeconds.map((s) => formatSeconds(s)).join(" → ")} ` +

@@ -134,6 +134,7 @@ export class SqsTrigger implements IConsumerTrigger {
     this.options = options;
   }
 
+  /** Adds the event source with the grants and variables, checking the rules on what synth can read. */
   bind(consumer: ConsumerFunctionBase): void {
     const q = knownQueue(this.queue, this.options);
     const window = this.options.maxBatchingWindow ?? Duration.seconds(0);
