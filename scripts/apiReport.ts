@@ -2,7 +2,8 @@
  * The public API, pinned: one API Extractor report per entry point of package.json `exports`, in
  * `api/` (checked in). `npm run api` writes them after a deliberate change of the surface;
  * `test/package/apiReport.test.ts` (so `npm test`) fails when the exported surface differs from
- * the reports, or when an export has no TSDoc comment.
+ * the reports, or when an export or a member it reaches has no TSDoc summary (API Extractor's
+ * `ae-undocumented`, with no exemption; `npm run build` fails on that too).
  *
  *   npm run api            # update api/*.api.md
  *   npm run api -- --check # compare only (what the test does)
@@ -11,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Extractor, ExtractorConfig, ExtractorLogLevel } from "@microsoft/api-extractor";
+import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel } from "@microsoft/api-extractor";
 import ts from "typescript";
 
 const root = join(import.meta.dirname, "..");
@@ -22,8 +23,13 @@ export interface EntryReport {
   readonly reportFile: string;
   /** The report differs from the checked-in one (in `--check` mode: not updated). */
   readonly changed: boolean;
-  /** Errors and warnings: a missing TSDoc comment, an export that cannot be analysed. */
+  /**
+   * Errors and warnings: a missing TSDoc comment, an export that cannot be analysed, and (in
+   * `--check` mode) a report that differs.
+   */
   readonly problems: string[];
+  /** The subset of `problems` that are `ae-undocumented`: an export or member with no TSDoc summary. */
+  readonly undocumented: string[];
 }
 
 /** The `exports` subpaths with declarations, and the report file of each. */
@@ -44,12 +50,6 @@ export function apiEntryPoints(): Array<{
     return [{ entry, types: target.types, source, reportName: `${pkg.name}${suffix}.api.md` }];
   });
 }
-
-/**
- * Declarations under these folders are not held to a TSDoc line yet: lib/kafka/schemas/ is being
- * reworked (issue 26), and gets its lines with that work. Remove the entry then.
- */
-const DOCS_PENDING = ["lib/kafka/schemas/"];
 
 /** Every name an entry point exports whose declaration has no TSDoc comment, as `entry: name (file)`. */
 export function undocumentedExports(): string[] {
@@ -80,8 +80,7 @@ export function undocumentedExports(): string[] {
       const documented =
         symbol.getDocumentationComment(checker).length > 0 || symbol.getJsDocTags(checker).length > 0;
       const where = symbol.declarations?.[0]?.getSourceFile().fileName.slice(root.length + 1) ?? "";
-      if (!documented && !DOCS_PENDING.some((dir) => where.startsWith(dir)))
-        missing.push(`${entry}: ${exported.name} (${where})`);
+      if (!documented) missing.push(`${entry}: ${exported.name} (${where})`);
     }
   }
   return missing;
@@ -95,9 +94,13 @@ function emitDeclarations(outDir: string): void {
   if (result.status !== 0) throw new Error(`tsc failed:\n${result.stdout}${result.stderr}`);
 }
 
-function runExtractor(dts: string, entry: ReturnType<typeof apiEntryPoints>[number], update: boolean) {
-  const problems: string[] = [];
-  const config = ExtractorConfig.prepare({
+/** API Extractor's configuration for one entry point, over the declarations in `dts`. */
+function extractorConfig(
+  dts: string,
+  reportTempFolder: string,
+  entry: ReturnType<typeof apiEntryPoints>[number],
+): ExtractorConfig {
+  return ExtractorConfig.prepare({
     configObjectFullPath: undefined,
     packageJsonFullPath: join(root, "package.json"),
     configObject: {
@@ -122,7 +125,7 @@ function runExtractor(dts: string, entry: ReturnType<typeof apiEntryPoints>[numb
       apiReport: {
         enabled: true,
         reportFolder: join(root, "api"),
-        reportTempFolder: join(dts, "..", "api-temp"),
+        reportTempFolder,
         reportFileName: entry.reportName,
         includeForgottenExports: false,
       },
@@ -138,35 +141,61 @@ function runExtractor(dts: string, entry: ReturnType<typeof apiEntryPoints>[numb
           // A type used by an export but not exported by its entry point (say, `Telemetry` in
           // ./sqs): it is reached from the entry point that does export it.
           "ae-forgotten-export": { logLevel: ExtractorLogLevel.None, addToApiReportFile: false },
-          // Exports are held to a TSDoc line by undocumentedExports (members are not).
-          "ae-undocumented": { logLevel: ExtractorLogLevel.None },
+          // Every export and every member it reaches needs a TSDoc summary (the report marks a gap
+          // `(undocumented)`); a gap is a problem, so `--check`, the test and `npm run build` fail.
+          "ae-undocumented": { logLevel: ExtractorLogLevel.Warning, addToApiReportFile: false },
         },
         tsdocMessageReporting: { default: { logLevel: ExtractorLogLevel.None } },
       },
     },
   });
+}
+
+function runExtractor(
+  dts: string,
+  config: ExtractorConfig,
+  compilerState: CompilerState,
+  update: boolean,
+): Pick<EntryReport, "changed" | "problems" | "undocumented"> {
+  const problems: string[] = [];
+  const undocumented: string[] = [];
   const result = Extractor.invoke(config, {
+    compilerState,
     localBuild: update,
     showVerboseMessages: false,
     messageCallback: (message) => {
-      if (message.logLevel === ExtractorLogLevel.Error || message.logLevel === ExtractorLogLevel.Warning)
-        problems.push(message.formatMessageWithLocation(dts));
+      if (message.logLevel === ExtractorLogLevel.Error || message.logLevel === ExtractorLogLevel.Warning) {
+        const text = message.formatMessageWithLocation(dts);
+        problems.push(text);
+        if (message.messageId === "ae-undocumented") undocumented.push(text);
+      }
       message.handled = true;
     },
   });
-  return { changed: result.apiReportChanged, problems };
+  return { changed: result.apiReportChanged, problems, undocumented };
 }
 
-/** Builds the declarations once and runs API Extractor on every entry point. */
-export function apiReports(options: { update: boolean }): EntryReport[] {
+/**
+ * Runs API Extractor on every entry point, over the declarations in `declarations` (a `dist/` that
+ * `npm run build` just emitted) or, by default, over declarations emitted once for the purpose.
+ */
+export function apiReports(options: { update: boolean; declarations?: string }): EntryReport[] {
   const work = mkdtempSync(join(tmpdir(), "reliable-consumers-api-"));
   try {
-    const dts = join(work, "dts");
-    emitDeclarations(dts);
-    return apiEntryPoints().map((entry) => ({
+    const dts = options.declarations ?? join(work, "dts");
+    if (options.declarations === undefined) emitDeclarations(dts);
+    const entries = apiEntryPoints().map((entry) => ({
+      entry,
+      config: extractorConfig(dts, join(work, "api-temp"), entry),
+    }));
+    // One TypeScript program for every entry point (they share the declarations), not one each.
+    const compilerState = CompilerState.create(entries[0]!.config, {
+      additionalEntryPoints: entries.map((e) => e.config.mainEntryPointFilePath),
+    });
+    return entries.map(({ entry, config }) => ({
       entry: entry.entry,
       reportFile: join("api", entry.reportName),
-      ...runExtractor(dts, entry, options.update),
+      ...runExtractor(dts, config, compilerState, options.update),
     }));
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -34,9 +34,9 @@ export interface ConsumerFunctionProps extends NodejsFunctionProps, ConsumerOpti
   readonly timeout?: Duration;
   /** Memory in MiB (128–10,240). @default 512 */
   readonly memorySize?: number;
-  /** @default FUNCTION_RUNTIME (Node.js 24) */
+  /** The Lambda runtime. @default FUNCTION_RUNTIME (Node.js 24) */
   readonly runtime?: lambda.Runtime;
-  /** @default FUNCTION_ARCHITECTURE (arm64) */
+  /** The instruction set. @default FUNCTION_ARCHITECTURE (arm64) */
   readonly architecture?: lambda.Architecture;
   /** Merged over the library's `BUNDLING` (ESM, minified, source maps, the SDK bundled). @default BUNDLING */
   readonly bundling?: BundlingOptions;
@@ -55,9 +55,9 @@ export interface ConsumerFunctionProps extends NodejsFunctionProps, ConsumerOpti
    * @default - CloudWatch Logs' own encryption at rest
    */
   readonly logEncryptionKey?: kms.IKey;
-  /** @default - a role of its own: no managed policies, logs scoped to its log group */
+  /** The execution role. @default - a role of its own: no managed policies, logs scoped to its log group */
   readonly role?: iam.IRole;
-  /** @default - a log group of its own, with `logRetention` */
+  /** The log group the function writes to. @default - a log group of its own, with `logRetention` */
   readonly logGroup?: logs.ILogGroup;
 }
 
@@ -98,12 +98,21 @@ export class ConsumerFunction extends ConsumerFunctionBase {
     return new WrappedConsumerFunction(scope, id, fn, options);
   }
 
+  /** The bundled Lambda function. */
   readonly function: NodejsFunction;
+  /** The function's execution role: `props.role`, or one of its own. */
   readonly role: iam.IRole;
+  /** The function's log group: `props.logGroup`, or one of its own. */
   readonly logGroup: logs.ILogGroup;
+  /** The consumer's name: its dedup scope and `POWERTOOLS_SERVICE_NAME`. */
   readonly consumerName: string;
+  /** The function's timeout, which the visibility rule is checked against. */
   readonly timeout: Duration;
 
+  /**
+   * Bundles `props.entry` into a function with its role and log group; throws if the entry is missing or does
+   * not bundle.
+   */
   constructor(scope: Construct, id: string, props: ConsumerFunctionProps) {
     super(scope, id);
     assertEntryExists(props.entry, this.node.path);
@@ -163,6 +172,7 @@ export class ConsumerFunction extends ConsumerFunctionBase {
 
 /** A handler that esbuild could not bundle: names the entry and the construct, with esbuild's error. */
 export class ConsumerBundlingError extends Error {
+  /** The literal class name, which survives minification. */
   override readonly name = "ConsumerBundlingError";
 }
 

@@ -16,7 +16,9 @@ import { SqsTrigger, type SqsTriggerOptions, type SqsTriggerQueue } from "./sqsT
 
 /** Anything that remembers dedup keys for a window: the dedup table, or the app table's inbox. */
 export interface DedupWindowOwner {
+  /** How long keys are remembered: the TTL of a dedup record, checked against the retry paths. */
   readonly window: Duration;
+  /** Declares a way messages reach a consumer of this owner; evaluated at synth, so later triggers count. */
   addRetryPath(path: () => RetryPath): void;
   /**
    * The environment that makes the code write this window (the dedup table: `DEDUP_TABLE_NAME`
@@ -71,6 +73,7 @@ export abstract class ConsumerFunctionBase extends Construct {
   private networkingGranted = false;
   private readonly wildcardReasons: string[] = [];
 
+  /** Creates the construct and adds the synth check of every Kafka mapping of the function. */
   constructor(scope: Construct, id: string) {
     super(scope, id);
     // Every Kafka mapping of this consumer, also one added by hand with `addEventSource`.

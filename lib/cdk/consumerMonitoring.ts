@@ -38,7 +38,9 @@ export interface QueueAlarmOptions {
  * alarm notifies `alarmTopic` (given, or created encrypted and TLS-only).
  */
 export class ConsumerMonitoring extends Construct {
+  /** The dashboard the `monitor*` methods add their widgets to. */
   readonly dashboard: cloudwatch.Dashboard;
+  /** Every alarm the `monitor*` methods created so far, each notifying `alarmTopic`. */
   readonly alarms: cloudwatch.Alarm[] = [];
   /** Where every alarm goes: subscribe on-call (email, chat, paging) to it. */
   readonly alarmTopic: sns.ITopic;
@@ -46,6 +48,9 @@ export class ConsumerMonitoring extends Construct {
   readonly alarmTopicKey?: kms.Key;
   private readonly namespace: string;
 
+  /**
+   * Creates the dashboard and the alarm topic (unless given); add what to watch with the `monitor*` methods.
+   */
   constructor(scope: Construct, id: string, props: ConsumerMonitoringProps = {}) {
     super(scope, id);
     this.namespace = props.metricsNamespace ?? "ReliableConsumers";

@@ -23,10 +23,20 @@ export interface CreatedMskClusterProps {
  * not free when idle; see docs/cdk.md.
  */
 export class CreatedMskCluster extends Construct {
+  /**
+   * The cluster as the triggers and topics take it (SASL/IAM brokers, the VPC, isolated subnets, the security
+   * group).
+   */
   readonly ref: MskClusterRef;
+  /**
+   * The new VPC: isolated subnets in one AZ per broker, no NAT; interface endpoints for SQS, Lambda
+   * and STS, gateway endpoints for DynamoDB and S3.
+   */
   readonly vpc: ec2.Vpc;
+  /** The MSK Provisioned cluster. */
   readonly cluster: msk.CfnCluster;
 
+  /** Creates the VPC, the cluster and the lookup of its SASL/IAM bootstrap brokers. */
   constructor(scope: Construct, id: string, props: CreatedMskClusterProps = {}) {
     super(scope, id);
     const brokers = props.brokers ?? 2;

@@ -28,7 +28,10 @@ export interface DedupTableProps {
   readonly encryptionKey?: kms.IKey;
   /** Point-in-time recovery (35 days of backups). @default true */
   readonly pointInTimeRecovery?: boolean;
-  /** @default RemovalPolicy.RETAIN: losing the table turns every redelivery into a duplicate effect */
+  /**
+   * What deleting the stack does to the table.
+   * @default RemovalPolicy.RETAIN: losing the table turns every redelivery into a duplicate effect
+   */
   readonly removalPolicy?: RemovalPolicy;
 }
 
@@ -44,10 +47,13 @@ export interface ImportedDedupTableOptions {
  * fails when the window is not longer than every consumer's retry path).
  */
 export abstract class DedupTableBase extends Construct {
+  /** The DynamoDB table. */
   abstract readonly table: dynamodb.ITable;
+  /** How long a key is remembered: the TTL consumers write, checked against their retry paths. */
   abstract readonly window: Duration;
   private readonly retryPaths: Array<() => RetryPath> = [];
 
+  /** Creates the construct and adds the dedup window rule as a synth validation. */
   protected constructor(scope: Construct, id: string) {
     super(scope, id);
     this.node.addValidation(
@@ -59,6 +65,7 @@ export abstract class DedupTableBase extends Construct {
     );
   }
 
+  /** The table's name. */
   get tableName(): string {
     return this.table.tableName;
   }
@@ -123,9 +130,12 @@ export class DedupTable extends DedupTableBase {
     return new ImportedDedupTable(scope, id, table, options);
   }
 
+  /** The table: PAY_PER_REQUEST, partition key `pk` (S), TTL on `expiresAt`. */
   readonly table: dynamodb.Table;
+  /** How long a key is remembered (`props.window`). */
   readonly window: Duration;
 
+  /** Creates the dedup table. */
   constructor(scope: Construct, id: string, props: DedupTableProps = {}) {
     super(scope, id);
     this.window = props.window ?? Duration.seconds(DEDUP_DEFAULTS.windowSeconds);

@@ -48,10 +48,14 @@ export function encodeTopicConfigs(configs: Readonly<Record<string, string>>): s
  * and refuses to shrink partitions.
  */
 export class KafkaTopics extends Construct {
+  /** Every topic managed: the ladder's, then `props.topics`. */
   readonly topics: readonly KafkaTopicSpec[];
+  /** One resource per topic: an `AWS::MSK::Topic` (provisioned) or a `Custom::KafkaTopic` (serverless). */
   readonly resources: Array<msk.CfnTopic | CustomResource> = [];
+  /** The custom resource's admin function (MSK Serverless only). @default - none on a provisioned cluster */
   adminFunction?: PrebuiltFunction;
 
+  /** Creates the topics on the cluster. */
   constructor(scope: Construct, id: string, props: KafkaTopicsProps) {
     super(scope, id);
     this.topics = [...(props.ladder ? ladderTopics(props.ladder) : []), ...(props.topics ?? [])];

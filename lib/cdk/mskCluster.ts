@@ -11,13 +11,17 @@ export type MskClusterKind = "provisioned" | "serverless";
  * up at synth, so `cdk synth` runs offline) or created by the stack.
  */
 export interface MskClusterRef {
+  /** The cluster's ARN (scopes the `kafka-cluster:*` grants, names the event source). */
   readonly clusterArn: string;
   /** Comma-separated `host:port` bootstrap brokers (SASL/IAM: port 9098). */
   readonly bootstrapBrokers: string;
+  /** MSK Provisioned or MSK Serverless: how topics are made (`AWS::MSK::Topic` or a custom resource). */
   readonly kind: MskClusterKind;
   /** SASL/IAM client authentication. @default true */
   readonly iamAuth?: boolean;
+  /** The VPC the brokers are in; functions that reach them run in it. */
   readonly vpc: ec2.IVpc;
+  /** The subnets of that VPC the functions run in. */
   readonly subnets: ec2.SubnetSelection;
   /** A security group that can reach the brokers (and that they allow in). */
   readonly securityGroup: ec2.ISecurityGroup;

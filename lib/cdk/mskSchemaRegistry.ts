@@ -30,12 +30,16 @@ export type MskSchemaRegistry =
        * @default none (a registry without auth)
        */
       readonly secret?: secretsmanager.ISecret;
-      /** @default "BASIC_AUTH" */
+      /** How the mapping authenticates to the registry with `secret`. @default "BASIC_AUTH" */
       readonly authentication?: "BASIC_AUTH" | "CLIENT_CERTIFICATE_TLS_AUTH";
     });
 
 interface MskSchemaRegistryCommon {
-  /** @default "JSON" (the function gets JSON; no schema needs bundling) */
+  /**
+   * The record format Lambda hands the function: `JSON` (deserialized) or `SOURCE` (the record's bytes, the
+   * registry framing removed).
+   * @default "JSON" (the function gets JSON; no schema needs bundling)
+   */
   readonly eventRecordFormat?: "JSON" | "SOURCE";
   /** The attributes Lambda validates (and, with JSON, deserializes). @default ["VALUE"] */
   readonly validate?: ReadonlyArray<"KEY" | "VALUE">;

@@ -112,13 +112,17 @@ export class MskTrigger implements IConsumerTrigger {
   readonly ladder: RetryLadderDeclaration;
   private readonly options: MskTriggerOptions;
 
+  /** A trigger for `ladder`'s topics on `cluster`; nothing is created until it is bound. */
   constructor(cluster: MskClusterRef, ladder: RetryLadderDeclaration, options: MskTriggerOptions = {}) {
     this.cluster = cluster;
     this.ladder = ladder;
     this.options = options;
   }
 
-  /** Adds one mapping per consumed topic of the ladder, with the grants and variables, checking the rules. */
+  /**
+   * Adds the mappings, grants and variables to `consumer`, checking the rules; throws
+   * `ConsumerRuleError` when one is broken (e.g. `MskConsumerOutsideVpc`).
+   */
   bind(consumer: ConsumerFunctionBase): void {
     if (!consumer.inVpc) {
       throw new ConsumerRuleError(

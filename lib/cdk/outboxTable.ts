@@ -89,9 +89,11 @@ export interface SweeperOptions {
  * age, on-failure destination); `addSweeper` runs the sweeper on a schedule.
  */
 export class OutboxTable extends Construct implements DedupWindowOwner {
+  /** The app table: `pk`/`sk`, stream NEW_IMAGE, TTL, and the sparse pending GSI. */
   readonly table: dynamodb.Table;
   /** The inbox markers' TTL, written by the library (`OUTBOX_DEFAULTS.inboxWindowSeconds`). */
   readonly window: Duration = Duration.seconds(OUTBOX_DEFAULTS.inboxWindowSeconds);
+  /** The relay's on-failure queue (metadata of given-up batches), once `addRelay` ran. */
   relayFailures?: sqs.IQueue;
   /** The relay's function, once `addRelay` ran. */
   relay?: ConsumerFunctionBase;
@@ -104,6 +106,7 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
   private readonly retryPaths: Array<() => RetryPath> = [];
   private readonly unnumberedEvents: boolean;
 
+  /** Creates the app table with its pending index, and the inbox window rule as a synth validation. */
   constructor(scope: Construct, id: string, props: OutboxTableProps = {}) {
     super(scope, id);
     this.unnumberedEvents = props.unnumberedEvents ?? true;
@@ -135,14 +138,20 @@ export class OutboxTable extends Construct implements DedupWindowOwner {
     );
   }
 
+  /** The table's name. */
   get tableName(): string {
     return this.table.tableName;
   }
 
+  /** The ARN of the sparse pending GSI (`pending-index`), which the sweeper queries. */
   get pendingIndexArn(): string {
     return `${this.table.tableArn}/index/${OUTBOX_PENDING_INDEX}`;
   }
 
+  /**
+   * Declares a way messages reach a writer of this table; evaluated at synth, so later triggers
+   * count. Prefer `addWriter`, which declares its triggers' paths.
+   */
   addRetryPath(path: () => RetryPath): void {
     this.retryPaths.push(path);
   }

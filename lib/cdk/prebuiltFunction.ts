@@ -12,17 +12,20 @@ import { PREBUILT_HANDLER, type PrebuiltHandlerName, prebuiltHandlerCode } from 
 export interface PrebuiltFunctionProps extends lambda.FunctionOptions, ConsumerOptions {
   /** Which of the library's handlers: `outboxRelay`, `outboxSweeper` or `kafkaTopics`. */
   readonly prebuilt: PrebuiltHandlerName;
-  /** @default Duration.minutes(1) */
+  /** The function timeout (1 s–15 min). @default Duration.minutes(1) */
   readonly timeout?: Duration;
-  /** @default 512 */
+  /** Memory in MiB (128–10,240). @default 512 */
   readonly memorySize?: number;
-  /** @default "ReliableConsumers" */
+  /** The Powertools metrics namespace (`POWERTOOLS_METRICS_NAMESPACE`). @default "ReliableConsumers" */
   readonly metricsNamespace?: string;
-  /** @default logs.RetentionDays.ONE_MONTH */
+  /**
+   * Retention of the log group the construct creates (unless `logGroup` is given).
+   * @default logs.RetentionDays.ONE_MONTH
+   */
   readonly logRetention?: logs.RetentionDays;
-  /** @default - a role of its own: no managed policies, logs scoped to its log group */
+  /** The execution role. @default - a role of its own: no managed policies, logs scoped to its log group */
   readonly role?: iam.IRole;
-  /** @default - a log group of its own, with `logRetention` */
+  /** The log group the function writes to. @default - a log group of its own, with `logRetention` */
   readonly logGroup?: logs.ILogGroup;
 }
 
@@ -32,12 +35,18 @@ export interface PrebuiltFunctionProps extends lambda.FunctionOptions, ConsumerO
  * Node 24 on arm64, its own least-privilege role and log group, and the consumer trigger methods.
  */
 export class PrebuiltFunction extends ConsumerFunctionBase {
+  /** The Lambda function, running the prebuilt bundle. */
   readonly function: lambda.Function;
+  /** The function's execution role: `props.role`, or one of its own. */
   readonly role: iam.IRole;
+  /** The function's log group: `props.logGroup`, or one of its own. */
   readonly logGroup: logs.ILogGroup;
+  /** The consumer's name: its dedup scope and `POWERTOOLS_SERVICE_NAME`. */
   readonly consumerName: string;
+  /** The function's timeout (`props.timeout`, else 1 minute). */
   readonly timeout: Duration;
 
+  /** Creates the function from the prebuilt bundle `props.prebuilt`, with its role and log group. */
   constructor(scope: Construct, id: string, props: PrebuiltFunctionProps) {
     super(scope, id);
     this.consumerName = props.consumerName ?? id;

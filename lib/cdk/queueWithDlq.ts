@@ -85,7 +85,10 @@ export interface QueueWithDlqProps {
   readonly plannedReplay?: Duration;
   /** A customer-managed KMS key for both queues. @default - SQS-managed encryption (SSE-SQS) */
   readonly encryptionKey?: kms.IKey;
-  /** @default RemovalPolicy.DESTROY (messages are transient; the DLQ alarm fires before you delete a stack) */
+  /**
+   * What deleting the stack does to both queues.
+   * @default RemovalPolicy.DESTROY (messages are transient; the DLQ alarm fires before you delete a stack)
+   */
   readonly removalPolicy?: RemovalPolicy;
 }
 
@@ -96,17 +99,29 @@ export interface QueueWithDlqProps {
  * visibility rule again against its real timeout and batching window, so a mismatch fails synth.
  */
 export class QueueWithDlq extends Construct {
+  /** The source queue, encrypted and SSL-only, redriving to `deadLetterQueue`. */
   readonly queue: sqs.Queue;
+  /** The DLQ: admits only `queue` as its source. */
   readonly deadLetterQueue: sqs.Queue;
+  /** Both queues are FIFO. */
   readonly fifo: boolean;
+  /** Receives before SQS moves a message to the DLQ (a count). */
   readonly maxReceiveCount: number;
+  /** The queue's visibility timeout: given, or derived from the consumer's timeout. */
   readonly visibilityTimeout: Duration;
   /** The queue is sized for the visibility heartbeat (see `QueueWithDlqProps.visibilityHeartbeat`). */
   readonly visibilityHeartbeat: boolean;
+  /** How long the queue keeps a message. */
   readonly retentionPeriod: Duration;
+  /** How long the DLQ keeps a message. */
   readonly dlqRetentionPeriod: Duration;
+  /** Replays planned after the DLQ retention, counted in the dedup window check. */
   readonly plannedReplay: Duration;
 
+  /**
+   * Creates the queue and its DLQ; throws `ConsumerRuleError` when the settings break a rule (or
+   * neither `consumerTimeout` nor `visibilityTimeout` is given).
+   */
   constructor(scope: Construct, id: string, props: QueueWithDlqProps) {
     super(scope, id);
     this.fifo = props.fifo ?? false;
@@ -206,6 +221,7 @@ export class QueueWithDlq extends Construct {
     });
   }
 
+  /** `retryPathSeconds` in words, e.g. `queue orders: retention 4d + parked in the DLQ 14d + redriven 4d`. */
   get retryPathDescription(): string {
     const f = (d: Duration) => (d.isUnresolved() ? "(token)" : formatSeconds(d.toSeconds()));
     const planned = this.plannedReplay.isUnresolved() || this.plannedReplay.toSeconds() > 0;

@@ -33,20 +33,27 @@ export interface RetryLadderDeclaration {
 
 /** A topic to create: name, partitions, replication and configs. */
 export interface KafkaTopicSpec {
+  /** The topic's name, e.g. `order-events.retry.5s`. */
   readonly name: string;
+  /** Its partitions (a count). */
   readonly partitions: number;
+  /** Replicas of each partition (a count). */
   readonly replicationFactor: number;
   /** Kafka topic configs, e.g. `retention.ms`. */
   readonly configs: Readonly<Record<string, string>>;
   /** Seconds a record waits in this topic before it is retried (0 for the main and DLQ topics). */
   readonly delaySeconds: number;
+  /** Its place in the ladder: the main topic, a retry rung, or the dead-letter topic. */
   readonly role: "main" | "retry" | "dead-letter";
 }
 
 /** What the consumer needs at run time; serialised into `KAFKA_RETRY_LADDER`. */
 export interface RetryLadderRuntimeConfig {
+  /** The main topic. */
   readonly topic: string;
+  /** The retry topics in order, each with its delay in ms. */
   readonly retries: ReadonlyArray<{ readonly topic: string; readonly delayMs: number }>;
+  /** The dead-letter topic, `<topic>.DLQ`. */
   readonly deadLetterTopic: string;
 }
 

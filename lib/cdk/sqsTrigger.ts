@@ -129,12 +129,16 @@ export class SqsTrigger implements IConsumerTrigger {
   readonly queue: SqsTriggerQueue;
   private readonly options: SqsTriggerOptions;
 
+  /** A trigger for `queue`; nothing is created until it is bound. */
   constructor(queue: SqsTriggerQueue, options: SqsTriggerOptions = {}) {
     this.queue = queue;
     this.options = options;
   }
 
-  /** Adds the event source with the grants and variables, checking the rules on what synth can read. */
+  /**
+   * Adds the event source, grants and variables to `consumer`, checking the rules; throws
+   * `ConsumerRuleError` when one is broken (e.g. `SqsTriggerWithoutDlq`).
+   */
   bind(consumer: ConsumerFunctionBase): void {
     const q = knownQueue(this.queue, this.options);
     const window = this.options.maxBatchingWindow ?? Duration.seconds(0);

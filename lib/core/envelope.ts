@@ -17,6 +17,10 @@ export interface Envelope<TBody = unknown> {
   readonly headers: Readonly<Record<string, string>>;
   /** 1 on first delivery. */
   readonly attempt: number;
+  /**
+   * The broker's coordinates of the record: queue ARN and messageId, topic-partition-offset, or stream
+   * sequence number.
+   */
   readonly source: RecordSource;
 }
 

@@ -10,7 +10,9 @@ export type ErrorKind = "permanent" | "transient";
  * takes `{ cause }`, so a wrapped error keeps what went wrong underneath.
  */
 export abstract class ConsumerError extends Error {
+  /** How the consumer treats the error: `permanent` (dead-lettered at once) or `transient` (retried). */
   abstract readonly kind: ErrorKind;
+  /** Creates the error with its message and, optionally, the error it wraps (`cause`). */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     // A user's own subclass (`class CardDeclined extends PermanentError {}`) keeps its class name;
@@ -21,7 +23,9 @@ export abstract class ConsumerError extends Error {
 
 /** Throw from a handler for a failure that no retry can fix (a business rule, a bad reference). */
 export class PermanentError extends ConsumerError {
+  /** Always `permanent`: the record goes to its dead-letter destination at once. */
   readonly kind = "permanent" as const;
+  /** Creates the error with its message and, optionally, the error it wraps (`cause`). */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     if (new.target === PermanentError) this.name = "PermanentError";
@@ -30,7 +34,9 @@ export class PermanentError extends ConsumerError {
 
 /** Throw from a handler to say explicitly that a retry may succeed. Any unknown error counts as this too. */
 export class TransientError extends ConsumerError {
+  /** Always `transient`: the record is retried with backoff, then dead-lettered when retries run out. */
   readonly kind = "transient" as const;
+  /** Creates the error with its message and, optionally, the error it wraps (`cause`). */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     if (new.target === TransientError) this.name = "TransientError";
@@ -39,16 +45,22 @@ export class TransientError extends ConsumerError {
 
 /** The body is not valid JSON. */
 export class InvalidJsonError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "InvalidJsonError";
 }
 
 /** The body does not match the consumer's Standard Schema. `issues` lists what is wrong. */
 export class SchemaValidationError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "SchemaValidationError";
+  /**
+   * What is wrong, one issue each: a message and the path to the offending value (Standard Schema's shape).
+   */
   readonly issues: ReadonlyArray<{
     message: string;
     path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>;
   }>;
+  /** Creates the error with its message, the schema's issues and, optionally, the error it wraps. */
   constructor(message: string, issues: SchemaValidationError["issues"], options?: { cause?: unknown }) {
     super(message, options);
     this.issues = issues;
@@ -57,31 +69,37 @@ export class SchemaValidationError extends PermanentError {
 
 /** No usable dedup key: the key function returned nothing and there is no fallback. */
 export class MissingIdError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "MissingIdError";
 }
 
 /** A body, header or value is larger than the consumer accepts. */
 export class PayloadTooLargeError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "PayloadTooLargeError";
 }
 
 /** Headers or key bytes that cannot be decoded. */
 export class MalformedRecordError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "MalformedRecordError";
 }
 
 /** The same dedup key arrived with a different payload: two messages collide on one key. */
 export class KeyReuseError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "KeyReuseError";
 }
 
 /** The Lambda event is not of a shape this adapter understands. Thrown for the whole event. */
 export class UnknownEventShapeError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "UnknownEventShapeError";
 }
 
 /** Another invocation holds the lease on this key right now; retry later. */
 export class InProgressElsewhereError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "InProgressElsewhereError";
 }
 
@@ -92,11 +110,13 @@ export class InProgressElsewhereError extends TransientError {
  * trigger to come again, never routed on as if it had been dealt with.
  */
 export class DeliveryInProgressError extends InProgressElsewhereError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "DeliveryInProgressError";
 }
 
 /** Our lease was taken over (it expired and someone else claimed), so we may not complete. */
 export class LeaseLostError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "LeaseLostError";
 }
 
@@ -105,6 +125,7 @@ export class LeaseLostError extends TransientError {
  * failed: it comes back without using up an attempt.
  */
 export class OutOfTimeError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "OutOfTimeError";
 }
 
@@ -115,6 +136,7 @@ export class OutOfTimeError extends TransientError {
  * function ends in the dead-letter queue with its context instead of coming back forever.
  */
 export class RecordTimeoutError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "RecordTimeoutError";
 }
 
@@ -124,6 +146,7 @@ export class RecordTimeoutError extends TransientError {
  * unknown: the record it was for is not acked on its account.
  */
 export class SettlementTimeoutError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "SettlementTimeoutError";
 }
 
@@ -132,11 +155,13 @@ export class SettlementTimeoutError extends TransientError {
  * is unfinished: running it would overtake that record. Healthy; it comes back behind it.
  */
 export class HeldBackError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "HeldBackError";
 }
 
 /** A setting the consumer needs (an environment variable, an option) is missing or invalid. */
 export class ConsumerConfigError extends Error {
+  /** The literal class name, which survives minification. */
   override name = "ConsumerConfigError";
 }
 

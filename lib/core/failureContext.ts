@@ -20,15 +20,35 @@ export type ContextHeaderName = (typeof CONTEXT_HEADERS)[keyof typeof CONTEXT_HE
  * `x-last-error`, ...).
  */
 export interface FailureContext {
+  /**
+   * `x-original-topic`: the Kafka topic the record was first consumed from (kept across retry
+   * topics); for a parked outbox event, its stream's ARN.
+   */
   readonly originalTopic?: string;
+  /** `x-original-queue`: the ARN of the SQS queue the record was received from. */
   readonly originalQueue?: string;
+  /** `x-original-partition`: the record's partition on its original Kafka topic. */
   readonly originalPartition?: number;
+  /** `x-original-offset`: the record's offset on its original Kafka topic, as a decimal string. */
   readonly originalOffset?: string;
+  /**
+   * `x-retry-count`, a count: on SQS the receives before the one that parked the record; on Kafka
+   * its failures so far, this one included; 0 for a parked outbox event.
+   */
   readonly retryCount: number;
-  /** ISO-8601 */
+  /** `x-first-failed-at`: when the record first failed, an ISO-8601 timestamp. */
   readonly firstFailedAt: string;
+  /**
+   * `x-last-error`: the latest error's `name` (`type`) and its message, cut to 500 characters; never
+   * a payload.
+   */
   readonly lastError: { type: string; message: string };
+  /**
+   * `x-message-id`: the SQS messageId; on Kafka the record's dedup id (its broker coordinates when it
+   * could not be read); an outbox event's `eventId`.
+   */
   readonly messageId: string;
+  /** `x-consumer`: the name of the consumer that failed the record (its dedup scope). */
   readonly consumer: string;
 }
 

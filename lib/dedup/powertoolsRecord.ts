@@ -25,7 +25,7 @@ export const POWERTOOLS_TABLE_ACTIONS = ["dynamodb:BatchGetItem"] as const;
  * its defaults (`keyAttr`, and `PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS`).
  */
 export interface PowertoolsAttributes {
-  /** @default "id" */
+  /** The attribute holding the idempotency key (the partition key, unless `sortKeyAttr`). @default "id" */
   readonly keyAttr?: string;
   /**
    * Set when the table has a sort key: the idempotency key is then the sort key, and the partition
@@ -34,11 +34,14 @@ export interface PowertoolsAttributes {
   readonly sortKeyAttr?: string;
   /** With `sortKeyAttr`: the partition key's value. @default `idempotency#<keyPrefix>` */
   readonly staticPkValue?: string;
-  /** @default "status" */
+  /** The attribute holding the record's status (`INPROGRESS`, `COMPLETED`, …). @default "status" */
   readonly statusAttr?: string;
-  /** Epoch seconds. @default "expiration" */
+  /** The attribute holding the record's expiry, epoch seconds. @default "expiration" */
   readonly expiryAttr?: string;
-  /** Epoch milliseconds. @default "in_progress_expiration" */
+  /**
+   * The attribute holding the in-progress lock's expiry, epoch milliseconds.
+   * @default "in_progress_expiration"
+   */
   readonly inProgressExpiryAttr?: string;
 }
 

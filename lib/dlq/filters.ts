@@ -11,10 +11,13 @@
  *   wrote, as `KafkaDeadLetter.id` has it).
  */
 export interface DeadLetterFilter {
+  /** Only dead letters of these error types (`unknown` for those with no context). @default - every type */
   readonly errorTypes?: readonly string[];
   /** Only these dead letters: SQS MessageIds, Kafka `<partition>:<offset>`s (see above). */
   readonly ids?: readonly string[];
+  /** Only those dead-lettered at or after this time. @default - no lower bound */
   readonly since?: Date;
+  /** Only those dead-lettered before this time. @default - no upper bound */
   readonly until?: Date;
 }
 
@@ -48,7 +51,13 @@ export function matchesFilter(
 
 /** What sits in a DLQ, grouped by error type. */
 export interface DeadLetterSummary {
+  /** Dead letters counted (those the filter selected). */
   readonly total: number;
+  /**
+   * Per error type, most frequent first: the count, the oldest and newest dead-lettering times
+   * (ISO-8601), the sources (original queue ARNs or topics, sorted) and one error text (up to 200
+   * characters).
+   */
   readonly byErrorType: Record<
     string,
     { count: number; oldest: string; newest: string; sources: string[]; sampleError: string }
@@ -108,8 +117,12 @@ export function summarise(
 export interface MoveProgress {
   /** Known total to look at (high watermark, or approximate queue depth); 0 when unknown. */
   readonly total: number;
+  /** Dead letters looked at so far. */
   readonly seen: number;
+  /** Moved to their destination (on a dry run: those that would be). */
   readonly moved: number;
+  /** Left in place: not selected by the filter, past the limit, with no destination, or already replayed. */
   readonly skipped: number;
+  /** Whose send failed: left in place, to be moved by a later run. */
   readonly failed: number;
 }

@@ -27,8 +27,11 @@ export { replayMessage };
 
 /** A record of a Kafka dead-letter topic, with its failure context. */
 export interface KafkaDeadLetter {
+  /** The dead-letter topic the record was read from. */
   readonly topic: string;
+  /** The record's partition in the dead-letter topic. */
   readonly partition: number;
+  /** The record's offset in the dead-letter topic, as a decimal string. */
   readonly offset: string;
   /**
    * Who wrote it: the consumer (the record with its `x-*` context headers), or Lambda's on-failure
@@ -41,9 +44,13 @@ export interface KafkaDeadLetter {
   readonly id: string;
   /** When it was dead-lettered (the DLQ record's timestamp). */
   readonly deadLetteredAtMs: number;
+  /** The type part of `lastError`, or `unknown`. */
   readonly errorType: string;
+  /** `x-last-error` (`Type: message`); for Lambda's letters, a text made from its failure document. */
   readonly lastError: string | undefined;
+  /** `x-original-topic`: the topic to replay to. */
   readonly originalTopic: string | undefined;
+  /** `x-message-id` (for Lambda's letters, else `message-id`): the id the consumer deduplicates by. */
   readonly messageId: string | undefined;
   /** The record to replay: the DLQ record itself, or the one Lambda wrote inside its document. */
   readonly message: KafkaMessage;
@@ -102,6 +109,10 @@ export function toDeadLetters(topic: string, partition: number, message: KafkaMe
 
 /** Options for reading a Kafka dead-letter topic. */
 export interface ReadOptions {
+  /**
+   * The cluster (and, without `producer`, where a replay publishes).
+   * @default from the environment (`kafkaConfigFromEnv`)
+   */
   readonly connection?: KafkaConnectionConfig;
   /** Gives up when no record arrives for this long before the end is reached. @default 30000 ms */
   readonly idleTimeoutMs?: number;
@@ -208,12 +219,13 @@ export async function inspectKafkaDeadLetters(
 
 /** Options of `replayKafkaDeadLetters`. */
 export interface ReplayOptions extends ReadOptions {
+  /** Which dead letters to replay; the others are skipped. @default - every one */
   readonly filter?: DeadLetterFilter;
-  /** Count what would move; move nothing. */
+  /** Count what would move; move nothing. @default false */
   readonly dryRun?: boolean;
-  /** Republish here instead of `x-original-topic`. */
+  /** Republish here instead of `x-original-topic`. @default - each letter's `x-original-topic` */
   readonly toTopic?: string;
-  /** Stop after this many moved records. */
+  /** Move at most this many records (a count); the rest are skipped. @default - no limit */
   readonly limit?: number;
   /**
    * The replay ledger: which DLQ records were already replayed, so running a replay twice (or after
@@ -221,7 +233,9 @@ export interface ReplayOptions extends ReadOptions {
    * that matches). @default a dedup store on DEDUP_TABLE_NAME, scope `dlq-replay/<topic>`, 30 days
    */
   readonly ledger?: DedupStore | { tableName: string; client?: DynamoDBClient } | false;
+  /** The producer to republish with. @default the cached producer for `connection` (`getKafkaProducer`) */
   readonly producer?: KafkaProducer;
+  /** Called after each batch read with the counts so far. @default - none */
   readonly onProgress?: (p: MoveProgress) => void;
   /**
    * The registry clients that encode a letter's JSON part again for the main topic's mapping
@@ -237,6 +251,7 @@ export interface ReplayResult extends MoveProgress {
   readonly alreadyReplayed: number;
   /** Records with no `x-original-topic` and no `toTopic`: left in place. */
   readonly noDestination: number;
+  /** Records republished, per destination topic. */
   readonly byDestination: Record<string, number>;
 }
 

@@ -30,11 +30,17 @@ import { CONTEXT_HEADERS } from "../core/failureContext.ts";
 
 /** One record Lambda gave up on, as it was consumed. */
 export interface LambdaFailedRecord {
+  /** The topic the record was consumed from. */
   readonly topic: string;
+  /** Its partition there. */
   readonly partition: number;
+  /** Its offset there, as a decimal string. */
   readonly offset: string;
+  /** The record's timestamp as Lambda wrote it (epoch ms, as a string); empty if absent. */
   readonly timestamp: string;
+  /** The key bytes (base64-decoded); `null` if it had none. */
   readonly key: Buffer | null;
+  /** The value bytes (base64-decoded); `null` if it had none. */
   readonly value: Buffer | null;
   /** The record's headers, then the replay context (see the module comment). */
   readonly headers: IHeaders;
@@ -44,10 +50,13 @@ export interface LambdaFailedRecord {
 export interface LambdaFailureRecord {
   /** `RetriesExhausted` / `RetryAttemptsExhausted` (AWS's pages use both), `RecordAgeExceeded`, … */
   readonly condition: string;
+  /** How many times Lambda invoked the function with the batch (a count), as Lambda reports it. */
   readonly approximateInvokeCount: number | undefined;
+  /** The ARN of the function that failed the batch. */
   readonly functionArn: string | undefined;
   /** `Unhandled` (a crash, an out-of-memory kill, a timeout, an error thrown out of the handler). */
   readonly functionError: string | undefined;
+  /** The records of the document's payload, each with the replay context added to its headers. */
   readonly records: readonly LambdaFailedRecord[];
 }
 

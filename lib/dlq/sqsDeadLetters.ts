@@ -33,13 +33,20 @@ import {
 
 /** An SQS dead letter with its packed failure context unfolded. */
 export interface SqsDeadLetter {
+  /** The DLQ message as received, with its receipt handle, attributes and body. */
   readonly message: Message;
   /** The DLQ message's MessageId (what `DeadLetterFilter.ids` selects by). */
   readonly id: string;
   /** The user's own attributes, as they were before parking. */
   readonly attributes: Record<string, PlainAttribute>;
+  /** The failure context (`x-last-error`, `x-retry-count`, …); `undefined` if SQS dead-lettered it itself. */
   readonly context: Record<string, string> | undefined;
+  /** The type part of `x-last-error`, or `unknown` when there is no context. */
   readonly errorType: string;
+  /**
+   * Its SentTimestamp, epoch ms: when the consumer parked it (a park sends a new message); a message
+   * SQS moved itself keeps the one it had.
+   */
   readonly deadLetteredAtMs: number;
   /** `x-original-queue` (a queue ARN) when the consumer parked it; absent after an SQS redrive. */
   readonly originalQueue: string | undefined;
@@ -185,21 +192,31 @@ export async function inspectSqsDeadLetters(
 export interface RedriveOptions {
   /** Send here instead of each message's `x-original-queue`. Needed for messages SQS dead-lettered itself. */
   readonly toQueueUrl?: string;
+  /** Which dead letters to move; the others stay in the DLQ. @default - every one */
   readonly filter?: DeadLetterFilter;
+  /** Count what would move and where; move nothing. @default false */
   readonly dryRun?: boolean;
+  /**
+   * Stop after looking at this many messages (a count).
+   * @default - every message the DLQ held at the start
+   */
   readonly maxMessages?: number;
   /**
    * Use SQS's own StartMessageMoveTask when it can do the job (a destination is given, no filter,
    * not a dry run) and the endpoint supports it; otherwise receive → send → delete. @default true
    */
   readonly useMoveTask?: boolean;
+  /** Called after each received batch with the counts so far. @default - none */
   readonly onProgress?: (p: MoveProgress) => void;
 }
 
 /** What a redrive moved, skipped and failed. */
 export interface RedriveResult extends MoveProgress {
+  /** How the messages moved: SQS's own move task, or receive → send → delete. */
   readonly method: "StartMessageMoveTask" | "receive-send-delete";
+  /** Messages left in place for want of a destination: no `toQueueUrl` and no `x-original-queue`. */
   readonly noDestination: number;
+  /** Messages moved, per destination queue URL. */
   readonly byDestination: Record<string, number>;
 }
 

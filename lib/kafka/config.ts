@@ -18,8 +18,9 @@ import { ConsumerConfigError } from "../core/errors.ts";
  * | `AWS_REGION`     | region the IAM token is signed for                               |
  */
 export interface KafkaConnectionConfig {
+  /** The bootstrap brokers, `host:port` each (`KAFKA_BROKERS`). */
   readonly brokers: readonly string[];
-  /** @default "reliable-consumers" */
+  /** The client id brokers log (`KAFKA_CLIENT_ID`). @default "reliable-consumers" */
   readonly clientId?: string;
   /** MSK IAM auth (SASL OAUTHBEARER, token from aws-msk-iam-sasl-signer-js). @default false */
   readonly iamAuth?: boolean;
@@ -27,9 +28,9 @@ export interface KafkaConnectionConfig {
   readonly region?: string;
   /** TLS. @default true with IAM auth, false otherwise */
   readonly ssl?: boolean;
-  /** @default 3000 ms */
+  /** How long to wait for a broker connection, ms. @default 3000 ms */
   readonly connectionTimeoutMs?: number;
-  /** @default 10000 ms */
+  /** How long to wait for a broker's answer to a request, ms. @default 10000 ms */
   readonly requestTimeoutMs?: number;
   /**
    * The cluster supports the idempotent producer (InitProducerId). MSK and Apache Kafka do; the

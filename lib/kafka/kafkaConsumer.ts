@@ -20,9 +20,12 @@ export type KafkaConsumerConfig<T> = Omit<
   KafkaConsumerOptions<T>,
   "producer" | "dynamodbClient" | "telemetry"
 > & {
-  /** @default getKafkaProducer(): the shared, cached producer configured from the environment */
+  /**
+   * The producer that routes failures to the retry and dead-letter topics.
+   * @default getKafkaProducer(): the shared, cached producer configured from the environment
+   */
   readonly producer?: KafkaProducer;
-  /** @default new DynamoDBClient({}) */
+  /** The DynamoDB client of the dedup store. @default new DynamoDBClient({}) */
   readonly dynamodbClient?: DynamoDBClient;
   /** A Telemetry, or options for one (service name, namespace, Powertools instances, logPayloads). */
   readonly telemetry?: Telemetry | TelemetryOptions;

@@ -17,21 +17,31 @@ import { MalformedRecordError, UnknownEventShapeError } from "../core/errors.ts"
  * arrays of byte values; Java's signed bytes mean they may arrive as -128..127 as well as 0..255.
  */
 export interface MskRecordJson {
+  /** The topic the record was read from. */
   readonly topic: string;
+  /** Its partition. */
   readonly partition: number;
+  /** Its offset in the partition. */
   readonly offset: number;
+  /** The record's timestamp, epoch ms (what `timestampType` says it is). */
   readonly timestamp: number;
+  /** `CREATE_TIME` (set by the producer) or `LOG_APPEND_TIME` (set by the broker). */
   readonly timestampType?: string;
+  /** The key bytes in base64; absent or null when the record has no key. */
   readonly key?: string | null;
+  /** The value bytes in base64; absent or null for a tombstone. */
   readonly value?: string | null;
+  /** The headers in order, each `{ name: [byte, …] }` (bytes may be signed, -128..127). */
   readonly headers?: ReadonlyArray<Readonly<Record<string, ReadonlyArray<number>>>>;
   /** Set by a mapping with a schema registry (SchemaRegistryConfig): the writer schema's format and id. */
   readonly keySchemaMetadata?: SchemaMetadata;
+  /** As `keySchemaMetadata`, for the value. */
   readonly valueSchemaMetadata?: SchemaMetadata;
 }
 
 /** What a schema-registry mapping says about a key or value: `AVRO`/`PROTOBUF`/`JSON` and the schema id. */
 export interface SchemaMetadata {
+  /** The writer schema's format: `AVRO`, `PROTOBUF` or `JSON`. */
   readonly dataFormat: string;
   /** Confluent: the numeric id; Glue: the schema version UUID. */
   readonly schemaId?: string;
@@ -39,9 +49,13 @@ export interface SchemaMetadata {
 
 /** The event of an MSK or self-managed Kafka event source mapping. */
 export interface MskEventJson {
+  /** `aws:kafka` (MSK) or `SelfManagedKafka`. */
   readonly eventSource?: string;
+  /** The ARN of the MSK cluster (absent for a self-managed cluster). */
   readonly eventSourceArn?: string;
+  /** The cluster's bootstrap brokers, comma-separated `host:port`. */
   readonly bootstrapServers?: string;
+  /** The batch's records, per `<topic>-<partition>` key, in offset order. */
   readonly records: Readonly<Record<string, ReadonlyArray<MskRecordJson>>>;
 }
 

@@ -20,16 +20,19 @@
 export interface KafkaItemIdentifier {
   /** `<topic>-<partition>`, exactly the key of `event.records`. */
   readonly partition: string;
+  /** The offset Lambda resumes the partition at: the lowest one not finished. */
   readonly offset: number;
 }
 
 /** One entry of a Kafka partial batch response. */
 export interface KafkaBatchItemFailure {
+  /** The partition and the offset to resume it at. */
   readonly itemIdentifier: KafkaItemIdentifier;
 }
 
 /** The partial batch response of a Kafka event source mapping. */
 export interface KafkaBatchResponse {
+  /** One entry per partition with an unfinished record; empty when the whole batch is done. */
   readonly batchItemFailures: KafkaBatchItemFailure[];
 }
 

@@ -38,7 +38,9 @@ export { KafkaPublishPermanentError, KafkaPublishTransientError } from "./publis
  *   publishErrors.ts.
  */
 export interface OutgoingMessage {
+  /** The record's key (the default partitioner hashes it). @default - no key */
   readonly key?: string | Buffer | null;
+  /** The record's value; `null` writes a tombstone. */
   readonly value: string | Buffer | null;
   /**
    * One value per name (an object), or every header in its order (a list, in which a name may
@@ -53,7 +55,9 @@ export interface OutgoingMessage {
 
 /** Where a produced record landed. */
 export interface PublishedRecord {
+  /** The topic written to. */
   readonly topic: string;
+  /** The partition written to. */
   readonly partition: number;
   /** Offset of the first record of this request on that partition. */
   readonly baseOffset: string | undefined;
@@ -61,7 +65,9 @@ export interface PublishedRecord {
 
 /** Messages for one topic, for `sendBatch`. */
 export interface TopicMessages {
+  /** The topic to produce to. */
   readonly topic: string;
+  /** Its records, written in this order. */
   readonly messages: ReadonlyArray<OutgoingMessage>;
 }
 

@@ -25,8 +25,11 @@ export const PERMANENT_PROTOCOL_ERRORS: ReadonlySet<string> = new Set([
 
 /** A record the cluster will never accept. */
 export class KafkaPublishPermanentError extends PermanentError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "KafkaPublishPermanentError";
+  /** The broker's error type (e.g. `MESSAGE_TOO_LARGE`), when the cluster gave one. */
   readonly kafkaType: string | undefined;
+  /** Creates the error with its message, the broker's error type and the kafkajs error it wraps. */
   constructor(message: string, kafkaType: string | undefined, cause: unknown) {
     super(message, { cause });
     this.kafkaType = kafkaType;
@@ -35,8 +38,11 @@ export class KafkaPublishPermanentError extends PermanentError {
 
 /** A publish that may succeed later (connection, timeout, leadership, auth). */
 export class KafkaPublishTransientError extends TransientError {
+  /** The literal class name, matched by `x-last-error` and `--error-type`. */
   override name = "KafkaPublishTransientError";
+  /** The broker's error type (e.g. `NOT_LEADER_FOR_PARTITION`), when the cluster gave one. */
   readonly kafkaType: string | undefined;
+  /** Creates the error with its message, the broker's error type and the kafkajs error it wraps. */
   constructor(message: string, kafkaType: string | undefined, cause: unknown) {
     super(message, { cause });
     this.kafkaType = kafkaType;

@@ -14,9 +14,9 @@ import { ConsumerConfigError } from "../core/errors.ts";
 export interface RetryLadder {
   /** Delay of each rung, in milliseconds, in order. Empty: failures go straight to the DLQ. */
   readonly delaysMs: readonly number[];
-  /** @default ".retry." → `orders.retry.5s` */
+  /** Between a topic and a rung's delay in a retry topic's name. @default ".retry." → `orders.retry.5s` */
   readonly retrySeparator: string;
-  /** @default ".DLQ" → `orders.DLQ` */
+  /** Appended to a topic's name for its dead-letter topic. @default ".DLQ" → `orders.DLQ` */
   readonly deadLetterSuffix: string;
 }
 

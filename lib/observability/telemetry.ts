@@ -11,10 +11,17 @@ export type { TelemetryLogger } from "./jsonLogger.ts";
  * names are listed once in `METRIC`.
  */
 export interface Telemetry {
+  /** The logger every consumer writes to. */
   readonly logger: TelemetryLogger;
+  /** The EMF metrics every consumer writes to. */
   readonly metrics: TelemetryMetrics;
   /** Opt-in payload logging. @default false */
   readonly logPayloads: boolean;
+  /**
+   * Adds `value` to a metric of `METRIC`: in milliseconds for `BatchDuration` and `OutboxOldestPendingAge`, a
+   * count for every other.
+   * @default value 1
+   */
   count(name: MetricName, value?: number): void;
 }
 
@@ -87,14 +94,21 @@ export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 
 /** Options of `createTelemetry`. */
 export interface TelemetryOptions {
-  /** @default POWERTOOLS_SERVICE_NAME or "reliable-consumer" */
+  /**
+   * The `service` of the built-in logger's lines and EMF metrics (their dimension).
+   * @default POWERTOOLS_SERVICE_NAME or "reliable-consumer"
+   */
   readonly serviceName?: string;
-  /** @default POWERTOOLS_METRICS_NAMESPACE or "ReliableConsumers" */
+  /**
+   * The CloudWatch namespace of the built-in EMF metrics.
+   * @default POWERTOOLS_METRICS_NAMESPACE or "ReliableConsumers"
+   */
   readonly namespace?: string;
   /** E.g. a Powertools `Logger`. @default a JSON logger (`createJsonLogger`) */
   readonly logger?: TelemetryLogger;
   /** E.g. a Powertools `Metrics`. @default an EMF writer (`createEmfMetrics`) */
   readonly metrics?: TelemetryMetrics;
+  /** Let logs carry message payloads (today: the body of an SQS record parked in its DLQ). @default false */
   readonly logPayloads?: boolean;
 }
 

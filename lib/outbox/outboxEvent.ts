@@ -21,12 +21,17 @@ import {
 export interface OutboxEvent {
   /** UUIDv7: time-ordered, so the sort key keeps an aggregate's events in creation order. */
   readonly eventId: string;
+  /** The kind of aggregate the event is about (`order`); part of the item's key. */
   readonly aggregateType: string;
+  /** The aggregate's id: the Kafka key and FIFO group, and the unit of publishing order. */
   readonly aggregateId: string;
+  /** What happened (`OrderPlaced`): the `event-type` header. */
   readonly eventType: string;
   /** Exactly what is published: JSON text unless `contentType` says otherwise. */
   readonly payload: string;
+  /** The payload's media type: the `content-type` header. */
   readonly contentType: string;
+  /** The payload's schema version: the `schema-version` header. */
   readonly schemaVersion: string;
   /** String headers, always including `traceparent` and `schema-version`. */
   readonly headers: Readonly<Record<string, string>>;
@@ -48,22 +53,35 @@ export type PublishOutcome =
 
 /** What a handler stages with `uow.publish(...)`. */
 export interface NewOutboxEvent {
+  /** The kind of aggregate the event is about (`order`); must not contain `#`. */
   readonly aggregateType: string;
+  /**
+   * The aggregate's id: events of one aggregate are published in the order they were staged, keyed
+   * (Kafka) or grouped (SQS FIFO) by it.
+   */
   readonly aggregateId: string;
+  /** What happened (`OrderPlaced`), published as the `event-type` header. */
   readonly eventType: string;
   /** A string is published as is; anything else as JSON. */
   readonly payload: unknown;
-  /** @default the unit of work's defaultDestination */
+  /**
+   * Where to publish: `kafka:<topic>`, `sqs:<queue url>`, or a route name.
+   * @default the unit of work's defaultDestination
+   */
   readonly destination?: string;
-  /** @default "application/json" (for a string payload: "application/json" if it parses as JSON, else "text/plain") */
+  /**
+   * The payload's media type (`content-type` header).
+   * @default "application/json" (for a string payload: "application/json" if it parses as JSON, else
+   * "text/plain")
+   */
   readonly contentType?: string;
-  /** @default "1" */
+  /** The payload's schema version (`schema-version` header). @default "1" */
   readonly schemaVersion?: string;
   /** W3C trace context. @default the incoming message's `traceparent`, else a new one */
   readonly traceparent?: string;
   /** Extra string headers, published with the event. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** @default a new UUIDv7 */
+  /** The event's id: its dedup key downstream (`message-id`). @default a new UUIDv7 */
   readonly eventId?: string;
 }
 

@@ -46,15 +46,23 @@ export type { RelayReport } from "./relaySettle.ts";
 export interface OutboxRelayOptions {
   /** The app table (to clear and park). @default APP_TABLE_NAME, else the table named in the stream ARN */
   readonly tableName?: string;
-  /** @default a new DynamoDBClient */
+  /** The DynamoDB client for the app table. @default a new DynamoDBClient */
   readonly client?: DynamoDBClient;
-  /** @default a publisher built from `publisherOptions` */
+  /** The publisher to send events with. @default a publisher built from `publisherOptions` */
   readonly publisher?: OutboxPublisher;
+  /**
+   * How to build the publisher when `publisher` is not given (routes, clients, limits).
+   * @default - the publisher's defaults
+   */
   readonly publisherOptions?: OutboxPublisherOptions;
   /** Where events that can never be published go, with their context. @default OUTBOX_PARKING_QUEUE_URL */
   readonly parkingQueueUrl?: string;
-  /** @default createSqsClient() */
+  /** The client parked events are sent to the parking queue with. @default createSqsClient() */
   readonly sqs?: SQSClient;
+  /**
+   * Where the relay logs and counts (OutboxPublished, OutboxParked, …).
+   * @default - none: no logs, no metrics
+   */
   readonly telemetry?: Telemetry;
   /** The `x-consumer` of parked events. @default "outbox-relay" */
   readonly consumerName?: string;
@@ -72,14 +80,20 @@ export interface OutboxRelayOptions {
    * @default OUTBOX_UNNUMBERED_EVENTS !== "false" (true)
    */
   readonly unnumberedEvents?: boolean;
+  /** The clock, epoch ms (when events were parked or cleared). @default Date.now */
   readonly now?: () => number;
 }
 
 /** The outbox relay: a DynamoDB Streams handler that publishes new outbox events. */
 export interface OutboxRelay {
+  /**
+   * The Lambda handler for the stream's batches: publishes, parks and clears, and answers with the
+   * first record to retry from (`batchItemFailures`), if any.
+   */
   handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse>;
   /** What the last invocation did (tests, benchmarks). */
   readonly lastReport: RelayReport | undefined;
+  /** The publisher the relay sends events with (given, or built from `publisherOptions`). */
   readonly publisher: OutboxPublisher;
 }
 

@@ -13,12 +13,17 @@ import { type ParkInput, type ParkingOptions, park } from "./settle.ts";
 
 /** What one relay invocation published, parked and left for a retry. */
 export interface RelayReport {
+  /** Events published. */
   readonly published: number;
+  /** Events parked: they can never be published as they are. */
   readonly parked: number;
+  /** Events whose publish or parking failed: retried from the stream. */
   readonly failed: number;
+  /** Stream records that are not INSERTs of pending outbox events, ignored. */
   readonly skipped: number;
   /** Left pending, acked: an older event of their aggregate is still waiting (the sweeper publishes them). */
   readonly deferred: number;
+  /** Published events whose `pending` marker could not be cleared (the sweeper republishes them). */
   readonly markFailures: number;
   /** Predecessors read from the table (where the order was in doubt); the other events needed none. */
   readonly orderReads: number;

@@ -28,10 +28,13 @@ import { decide, parkSlice, publishSlice, type SweepOutcome, type SweepPlan } fr
  * same event id. Keep `minAgeMs` well above the relay's normal lag (default 10 minutes).
  */
 export interface OutboxSweeperOptions {
+  /** The app table whose pending outbox events are swept. */
   readonly tableName: string;
-  /** @default a new DynamoDBClient */
+  /** The DynamoDB client for the app table. @default a new DynamoDBClient */
   readonly client?: DynamoDBClient;
+  /** The publisher to republish with. @default a publisher built from `publisherOptions` */
   readonly publisher?: OutboxPublisher;
+  /** How to build the publisher when `publisher` is not given. @default - the publisher's defaults */
   readonly publisherOptions?: OutboxPublisherOptions;
   /** Republish events pending for longer than this. @default 10 minutes */
   readonly minAgeMs?: number;
@@ -43,10 +46,16 @@ export interface OutboxSweeperOptions {
   readonly pendingShards?: number;
   /** As the relay's (`OutboxRelayOptions.unnumberedEvents`). @default OUTBOX_UNNUMBERED_EVENTS !== "false" (true) */
   readonly unnumberedEvents?: boolean;
-  /** @default OUTBOX_PARKING_QUEUE_URL */
+  /** Where events that can never be published go, with their context. @default OUTBOX_PARKING_QUEUE_URL */
   readonly parkingQueueUrl?: string;
+  /** The client parked events are sent to the parking queue with. @default createSqsClient() */
   readonly sqs?: SQSClient;
+  /**
+   * Where the sweeper logs and counts (backlog, republished, parked).
+   * @default - none: no logs, no metrics
+   */
   readonly telemetry?: Telemetry;
+  /** The clock, epoch ms (event ages, parking times). @default Date.now */
   readonly now?: () => number;
 }
 
@@ -54,8 +63,14 @@ export interface OutboxSweeperOptions {
 export interface SweepReport {
   /** Pending events older than minAgeMs that this run looked at. */
   readonly due: number;
+  /** Events published again, their `pending` marker then cleared. */
   readonly republished: number;
+  /** Events parked: they can never be published as they are. */
   readonly parked: number;
+  /**
+   * Events left pending for the next run: their publish or parking failed, their order could not
+   * be checked, or an earlier event of their aggregate failed.
+   */
   readonly failed: number;
   /** Left pending: an older event of their aggregate is still pending or parked (order per aggregate). */
   readonly held: number;

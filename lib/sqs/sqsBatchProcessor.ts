@@ -55,9 +55,15 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
    * handlers that are idempotent by nature.
    */
   readonly idempotency?: IdempotencySetting;
-  /** @default SQS_CONSUMER_DEFAULTS.concurrency */
+  /**
+   * Records in flight at once, a count (FIFO groups still run in order).
+   * @default SQS_CONSUMER_DEFAULTS.concurrency (50)
+   */
   readonly concurrency?: number;
-  /** @default SQS_CONSUMER_DEFAULTS.timeMarginMs */
+  /**
+   * No record is started when less Lambda time than this remains, ms.
+   * @default SQS_CONSUMER_DEFAULTS.timeMarginMs (5000)
+   */
   readonly timeMarginMs?: number;
   /**
    * Lambda time kept after the run for settling the batch (ms): at this much left, running
@@ -66,7 +72,10 @@ export interface SqsConsumerOptions<T> extends SqsEnvelopeOptions<T> {
    * @default SQS_CONSUMER_DEFAULTS.settleReserveMs
    */
   readonly settleReserveMs?: number;
-  /** @default SQS_CONSUMER_DEFAULTS.backoff */
+  /**
+   * The visibility backoff of transient failures.
+   * @default SQS_CONSUMER_DEFAULTS.backoff (base 2 s, cap 900 s, full jitter)
+   */
   readonly backoff?: BackoffPolicy;
   /** Where permanent failures go. @default DLQ_URL, else the source queue's RedrivePolicy target */
   readonly deadLetterQueueUrl?: string;

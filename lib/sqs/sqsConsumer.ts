@@ -17,9 +17,9 @@ export type SqsConsumerConfig<T> = Omit<
   SqsConsumerOptions<T>,
   "sqsClient" | "dynamodbClient" | "telemetry"
 > & {
-  /** @default createSqsClient() */
+  /** The SQS client for parking, requeues and visibility changes. @default createSqsClient() */
   readonly sqsClient?: SQSClient;
-  /** @default new DynamoDBClient({}) */
+  /** The DynamoDB client of the dedup store. @default new DynamoDBClient({}) */
   readonly dynamodbClient?: DynamoDBClient;
   /** A Telemetry, or options for one (service name, namespace, Powertools instances, logPayloads). */
   readonly telemetry?: Telemetry | TelemetryOptions;

@@ -62,10 +62,14 @@ export type ConsumerRuleCode =
  * `ValidationError`). The message starts with `[code] path:`.
  */
 export class ConsumerRuleError extends Error {
+  /** The literal class name, which survives minification. */
   override readonly name = "ConsumerRuleError";
+  /** The rule that was broken: stable, for tests and tools to match. */
   readonly code: ConsumerRuleCode;
+  /** The construct path of the construct whose configuration broke the rule, when known. */
   readonly path: string | undefined;
 
+  /** Creates the error; the message is prefixed with `[code] path:`. */
   constructor(code: ConsumerRuleCode, message: string, path?: string) {
     super(`[${code}] ${path ? `${path}: ` : ""}${message}`);
     this.code = code;

@@ -19,9 +19,13 @@ import { createPromiseCache } from "./schemaCache.ts";
  * (the format the Lambda event source mapping's BASIC_AUTH expects, so both can share one secret).
  */
 export interface ConfluentRegistryOptions {
-  /** @default SCHEMA_REGISTRY_URL */
+  /**
+   * The registry's base URL (with any path prefix, e.g. Apicurio's `/apis/ccompat/v7`).
+   * @default SCHEMA_REGISTRY_URL
+   */
   readonly url?: string;
   /**
+   * HTTP basic credentials: an API key and secret, a user and password, or a Secrets Manager secret.
    * @default from SCHEMA_REGISTRY_API_KEY + SCHEMA_REGISTRY_API_SECRET, or SCHEMA_REGISTRY_USERNAME +
    * SCHEMA_REGISTRY_PASSWORD, or the secret named by SCHEMA_REGISTRY_SECRET_ARN; none: no auth
    */
@@ -30,6 +34,7 @@ export interface ConfluentRegistryOptions {
   readonly timeoutMs?: number;
   /** Injectable fetch (tests count requests with it). @default globalThis.fetch */
   readonly fetch?: typeof fetch;
+  /** Where the `SCHEMA_REGISTRY_*` defaults are read from. @default process.env */
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -112,6 +117,11 @@ function registryAnswered(
   return r.status === status && typeof code === "number" && codes.includes(code);
 }
 
+/**
+ * A Confluent Schema Registry client (see `ConfluentRegistryOptions`), for decoders and encoders.
+ * Create it once per container: it caches each schema by id and each id by schema. Throws at once
+ * when no URL is given or set.
+ */
 export function confluentRegistry(options: ConfluentRegistryOptions = {}): SchemaRegistry & {
   readonly url: string;
 } {

@@ -12,11 +12,19 @@ import { type Framing, writeConfluentFrame, writeGlueFrame, writeUnsignedVarint 
  * record. Used by the outbox relay for events that declare a schema.
  */
 export interface PayloadEncoder {
+  /** The schema's format: `AVRO`, `PROTOBUF` or `JSON`. */
   readonly format: SchemaFormat;
+  /**
+   * The value serialized and framed with its schema's registry id. Throws UnencodableValueError
+   * (permanent) when the value does not fit the schema, UnknownSchemaError when the registry has no
+   * id for it, SchemaRegistryUnavailableError (transient) when the registry cannot answer.
+   */
   encode(value: unknown): Promise<Buffer>;
 }
 
+/** Where an encoder's schema is registered: the registry and the subject (or Glue schema name). */
 export interface EncoderTarget {
+  /** The registry whose id frames the bytes (Confluent or Glue framing follows its `kind`). */
   readonly registry: SchemaRegistry;
   /** Confluent subject (`<topic>-value` by the default strategy) or Glue schema name. */
   readonly subject: string;
@@ -56,6 +64,7 @@ function framed(
   };
 }
 
+/** An encoder of values to Avro with `schema`, framed for the target's registry. */
 export function avroEncoder(
   target: EncoderTarget & { readonly schema: avsc.Schema | Record<string, unknown> },
 ): PayloadEncoder {
@@ -75,6 +84,7 @@ export function avroEncoder(
   };
 }
 
+/** An encoder of values to Protobuf as `type`, framed for the target's registry. */
 export function protobufEncoder(
   target: EncoderTarget & {
     /** The message type to write. */
@@ -96,6 +106,10 @@ export function protobufEncoder(
   };
 }
 
+/**
+ * An encoder of values to JSON text, checked against the JSON Schema `schema` and framed for the target's
+ * registry.
+ */
 export function jsonSchemaEncoder(target: EncoderTarget & { readonly schema: object }): PayloadEncoder {
   const validate = new Ajv({ strict: false, allErrors: true }).compile(target.schema);
   const frame = framed(target, "JSON", JSON.stringify(target.schema));

@@ -44,7 +44,7 @@ export interface GlueRegistryOptions {
    * @default GLUE_SCHEMA_REGISTRY_NAME, else "default-registry"
    */
   readonly registryName?: string;
-  /** @default new GlueClient({}) */
+  /** The Glue client, with the function's credentials and region. @default new GlueClient({}) */
   readonly client?: GlueClient;
   /** Compatibility of a schema CreateSchema makes. @default "BACKWARD" (Glue's default) */
   readonly compatibility?:
@@ -56,6 +56,7 @@ export interface GlueRegistryOptions {
     | "FORWARD_ALL"
     | "FULL"
     | "FULL_ALL";
+  /** Where `GLUE_SCHEMA_REGISTRY_NAME` is read from. @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /**
    * Waits (ms) between polls of a version Glue is still checking (PENDING); once they are spent,
@@ -86,6 +87,10 @@ const FORMATS: ReadonlySet<string> = new Set(["AVRO", "PROTOBUF", "JSON"]);
 /** Waits between polls of a PENDING version (about 9 s in all: well inside a function's time). */
 const GLUE_PENDING_POLLS_MS: readonly number[] = [100, 200, 400, 800, 1600, 2000, 2000, 2000];
 
+/**
+ * An AWS Glue Schema Registry client (see `GlueRegistryOptions`), for decoders and encoders. Create it
+ * once per container: it caches each schema by version id and each version id by schema.
+ */
 export function glueRegistry(options: GlueRegistryOptions = {}): SchemaRegistry {
   const env = options.env ?? process.env;
   const client = options.client ?? new GlueClient({});

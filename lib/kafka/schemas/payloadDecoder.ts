@@ -15,6 +15,7 @@ import {
  * caches the writer schemas it fetched, by id.
  */
 export interface PayloadDecoder<T = unknown> {
+  /** The format it decodes: `AVRO`, `PROTOBUF` or `JSON`. */
   readonly format: SchemaFormat;
   /** Where the schema comes from: the record's framing or a local schema. */
   readonly framing: Framing;
