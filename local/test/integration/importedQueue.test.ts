@@ -4,7 +4,8 @@
  * { deadLetterQueue: sqs.Queue.fromQueueArn(…) })` + a `DedupTable`; the template names the imported
  * queues only as literal ARNs (the mapping's source, the role's statements) and URLs (`DLQ_URL`).
  * Each gets a local stand-in the report names; the mapping polls it, the role's statements on the
- * imported ARNs authorise the calls on it, and what the role was not granted is still denied.
+ * imported ARNs authorise the calls on it, and what the role was not granted is still denied. The
+ * app's own `QueueWithDlq`, named by an ARN built from its name, gets none.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,7 +20,7 @@ import {
 import { App, Duration, Stack } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as sqs from "aws-cdk-lib/aws-sqs";
-import { ConsumerFunction, DedupTable } from "reliable-consumers/cdk";
+import { ConsumerFunction, DedupTable, QueueWithDlq } from "reliable-consumers/cdk";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { formatReport, type LocalRuntime, startLocalRuntime } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -65,6 +66,9 @@ function synthApp(): string {
     "EVENTS_QUEUE_URL",
     sqs.Queue.fromQueueArn(stack, "Events", EVENTS_FIFO_ARN).queueUrl,
   );
+  // The app's own queue, which its DLQ's redrive-allow policy names by an ARN built from its name:
+  // not an import, so no stand-in.
+  new QueueWithDlq(stack, "Own", { consumerTimeout: Duration.seconds(20) });
   return app.synth().directory;
 }
 
@@ -141,6 +145,9 @@ describe("an imported queue on the local runtime", () => {
       true,
     );
     expect(formatReport(runtime.app).join("\n")).toContain(`a local stand-in (${orders.name})`);
+    expect(runtime.app.queues.filter((q) => q.logicalId.startsWith("Own")).map((q) => q.importedArn)).toEqual(
+      [undefined, undefined],
+    );
     expect(runtime.app.report.unsupported).toEqual([]);
     expect(runtime.app.report.refused).toEqual([]);
   });

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { CfnTemplate } from "../../src/runtime/cloudAssembly.ts";
 import { constantStrings } from "../../src/runtime/constantStrings.ts";
 import { type ResolveContext, resolveValue, UnresolvableError } from "../../src/runtime/intrinsics.ts";
-import { importedQueueOf, importedQueuesIn } from "../../src/services/sqs/importedQueues.ts";
+import { importedQueueOf, importedQueuesIn, ownQueueArns } from "../../src/services/sqs/importedQueues.ts";
 
 const ORDERS = "arn:aws:sqs:eu-west-1:123456789012:orders";
 const DLQ = "arn:aws:sqs:eu-west-1:123456789012:orders-dlq";
@@ -84,6 +84,32 @@ describe("constantStrings: the values a template computes without its own resour
     Conditions: {},
     Resources: {
       Queue: { Type: "AWS::SQS::Queue", Properties: {} },
+      // Named, and named by that name's ARN (QueueWithDlq's redrive-allow policy): its own, not an import.
+      Jobs: { Type: "AWS::SQS::Queue", Properties: { QueueName: "S-Jobs-1" } },
+      JobsDlq: {
+        Type: "AWS::SQS::Queue",
+        Properties: {
+          RedriveAllowPolicy: {
+            redrivePermission: "byQueue",
+            sourceQueueArns: [
+              {
+                "Fn::Join": [
+                  "",
+                  [
+                    "arn:",
+                    { Ref: "AWS::Partition" },
+                    ":sqs:",
+                    { Ref: "AWS::Region" },
+                    ":",
+                    { Ref: "AWS::AccountId" },
+                    ":S-Jobs-1",
+                  ],
+                ],
+              },
+            ],
+          },
+        },
+      },
       Mapping: {
         Type: "AWS::Lambda::EventSourceMapping",
         Properties: { EventSourceArn: ORDERS, FunctionName: { Ref: "Fn" } },
@@ -132,10 +158,13 @@ describe("constantStrings: the values a template computes without its own resour
     },
   };
 
-  it("finds the imported queues by ARN and URL, and nothing the template builds itself", () => {
+  it("finds the imported queues by ARN and URL, and none of the template's own", () => {
     const strings = constantStrings(template, ctx());
     expect(strings).toContain(DLQ_URL);
-    const imported = importedQueuesIn(strings);
+    const own = ownQueueArns(template, ctx());
+    expect([...own]).toEqual(["arn:aws:sqs:us-east-1:000000000000:S-Jobs-1"]);
+    expect(strings).toContain("arn:aws:sqs:us-east-1:000000000000:S-Jobs-1");
+    const imported = importedQueuesIn(strings, own);
     expect([...imported.keys()].sort()).toEqual(
       [ORDERS, DLQ, "arn:aws:sqs:eu-west-1:123456789012:from-param"].sort(),
     );

@@ -7,6 +7,8 @@
  * imported ARN authorise calls on it (and nothing else), and `DLQ_URL` sends to it.
  */
 import { CreateQueueCommand, GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import type { CfnTemplate } from "../../runtime/cloudAssembly.ts";
+import { type ResolveContext, resolveString } from "../../runtime/intrinsics.ts";
 import type { MaterialiseState } from "../../runtime/materialiseState.ts";
 import type { LocalQueue } from "../../runtime/model.ts";
 
@@ -63,12 +65,38 @@ export interface ImportedQueueUse {
   readonly refs: Array<{ readonly value: string; readonly form: ImportedQueueRef["form"] }>;
 }
 
-/** Each imported queue the strings name, by its ARN. */
-export function importedQueuesIn(strings: Iterable<string>): Map<string, ImportedQueueUse> {
+/**
+ * The ARNs the template's own named queues get where it is deployed, as the template computes them
+ * (its region and account pseudo parameters): a template may name its own queue that way instead of
+ * by reference (`QueueWithDlq`'s redrive-allow policy does, to avoid a cycle). Those are not imports.
+ */
+export function ownQueueArns(template: CfnTemplate, ctx: ResolveContext): Set<string> {
+  const out = new Set<string>();
+  for (const [id, r] of Object.entries(template.Resources ?? {})) {
+    const p = r.Properties ?? {};
+    if (r.Type !== "AWS::SQS::Queue" || p.QueueName === undefined) continue;
+    let name: string;
+    try {
+      name = resolveString(p.QueueName, ctx, `${id}.QueueName`);
+    } catch {
+      continue; // a name built from another resource: no constant string can name it either
+    }
+    const fifo = p.FifoQueue === true || p.FifoQueue === "true";
+    if (fifo && !name.endsWith(".fifo")) name = `${name}.fifo`;
+    out.add(`arn:${ctx.partition ?? "aws"}:sqs:${ctx.region}:${ctx.accountId}:${name}`);
+  }
+  return out;
+}
+
+/** Each imported queue the strings name, by its ARN; `own` (`ownQueueArns`) are left out. */
+export function importedQueuesIn(
+  strings: Iterable<string>,
+  own: ReadonlySet<string> = new Set(),
+): Map<string, ImportedQueueUse> {
   const out = new Map<string, ImportedQueueUse>();
   for (const value of strings) {
     const ref = importedQueueOf(value);
-    if (!ref) continue;
+    if (!ref || own.has(ref.queue.arn)) continue;
     const entry = out.get(ref.queue.arn) ?? { queue: ref.queue, refs: [] };
     entry.refs.push({ value, form: ref.form });
     out.set(ref.queue.arn, entry);
@@ -111,7 +139,7 @@ export async function materialiseImportedQueues(
   strings: ReadonlySet<string>,
   s: MaterialiseState,
 ): Promise<void> {
-  const imported = importedQueuesIn(strings);
+  const imported = importedQueuesIn(strings, ownQueueArns(s.template, s.ctx));
   for (const { queue: q, refs } of imported.values()) {
     let local: LocalQueue;
     try {
