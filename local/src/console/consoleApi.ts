@@ -34,6 +34,8 @@ export interface OverviewDto {
     readonly unsupported: readonly ReportEntryDto[];
     /** Refused as AWS refuses it, with AWS's error (absent from an older runtime). */
     readonly refused?: readonly ReportEntryDto[];
+    /** Local stand-ins for imported resources, with the emulator's defaults (absent from an older runtime). */
+    readonly standIns?: readonly ReportEntryDto[];
     readonly notes: readonly string[];
   };
   readonly enforceIam?: boolean;

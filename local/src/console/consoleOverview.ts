@@ -38,7 +38,7 @@ function resourcesOf(app: LocalApp): ResourceDto[] {
     ...app.queues.map((q) => ({
       kind: "queue" as const,
       name: q.name,
-      detail: q.url,
+      detail: q.importedArn ? `${q.url} (stand-in for the imported ${q.importedArn})` : q.url,
       link: route("queues", q.name),
     })),
     ...app.tables.map((t) => ({

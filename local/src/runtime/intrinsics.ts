@@ -23,6 +23,13 @@ export interface ResolveContext {
   readonly partition?: string;
   readonly urlSuffix?: string;
   readonly mappings?: Record<string, Record<string, Record<string, unknown>>>;
+  /**
+   * The local value a computed string stands for, if any: an imported resource's ARN or URL → its
+   * local stand-in's (`MaterialiseState.alias`). Applied to each literal and to each intrinsic's
+   * result, never inside an intrinsic's arguments, so `Fn::Split` of an imported ARN still sees the
+   * ARN the template names.
+   */
+  alias?(value: string): string | undefined;
 }
 
 /** `AWS::NoValue` removes the property (or list element) that holds it. */
@@ -68,17 +75,30 @@ const str = (v: unknown, what: string, path: string): string => {
   throw new UnresolvableError(`${path}: ${what} expects a string, got ${JSON.stringify(v)}`);
 };
 
+/** A computed value, or the local value it stands for (`ResolveContext.alias`). */
+const aliased = (v: unknown, ctx: ResolveContext): unknown =>
+  typeof v === "string" ? (ctx.alias?.(v) ?? v) : v;
+
 /** Resolves every intrinsic inside `value` (deeply). `path` names the property in errors. */
 export function resolveValue(value: unknown, ctx: ResolveContext, path = "$"): unknown {
+  return resolveIn(value, ctx, path, true);
+}
+
+/** `outer`: not inside an intrinsic's arguments, where a computed string is replaced by its alias. */
+function resolveIn(value: unknown, ctx: ResolveContext, path: string, outer: boolean): unknown {
   const intrinsic = intrinsicOf(value);
-  if (intrinsic) return resolveIntrinsic(intrinsic[0], intrinsic[1], ctx, path);
+  if (intrinsic) {
+    const v = resolveIntrinsic(intrinsic[0], intrinsic[1], ctx, path);
+    return outer ? aliased(v, ctx) : v;
+  }
+  if (typeof value === "string") return outer ? aliased(value, ctx) : value;
   if (Array.isArray(value)) {
-    return value.map((v, i) => resolveValue(v, ctx, `${path}[${i}]`)).filter((v) => v !== NO_VALUE);
+    return value.map((v, i) => resolveIn(v, ctx, `${path}[${i}]`, outer)).filter((v) => v !== NO_VALUE);
   }
   if (isObject(value)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      const r = resolveValue(v, ctx, `${path}.${k}`);
+      const r = resolveIn(v, ctx, `${path}.${k}`, outer);
       if (r !== NO_VALUE) out[k] = r;
     }
     return out;
@@ -121,7 +141,7 @@ function substitute(arg: unknown, r: Resolve, ctx: ResolveContext, path: string)
 }
 
 function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: string): unknown {
-  const r: Resolve = (v, sub = fn) => resolveValue(v, ctx, `${path}.${sub}`);
+  const r: Resolve = (v, sub = fn) => resolveIn(v, ctx, `${path}.${sub}`, false);
   switch (fn) {
     case "Ref": {
       const name = str(arg, "Ref", path);

@@ -455,6 +455,10 @@ export function formatReport(app: LocalApp): string[] {
   const r = app.report;
   lines.push(`materialised ${r.created.length} resources of ${app.stackName}:`);
   for (const c of r.created) lines.push(`  + ${c.type.padEnd(34)} ${c.detail}`);
+  if (r.standIns.length) {
+    lines.push(`stand-ins for what the template uses but does not create (${r.standIns.length}):`);
+    for (const c of r.standIns) lines.push(`  ≈ ${c.type.padEnd(34)} ${c.detail}`);
+  }
   if (r.inert.length) {
     const byReason = new Map<string, string[]>();
     for (const i of r.inert)

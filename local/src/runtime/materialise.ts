@@ -8,6 +8,7 @@ import { accessModelOf } from "../services/iam/materialise.ts";
 import type { DeferredMaterialiser } from "../services/localService.ts";
 import { SERVICES } from "../services/registry.ts";
 import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
+import { constantStrings } from "./constantStrings.ts";
 import { inertReason, materialiseInert } from "./inert.ts";
 import { referencedIds } from "./intrinsics.ts";
 import { createState, type ResourceMaterialiser } from "./materialiseState.ts";
@@ -112,8 +113,9 @@ function lazyKafkaAdmin(brokers: readonly string[]): { get(): Promise<Admin>; cl
 /**
  * Creates a template's queues, tables (keys, GSIs/LSIs, stream, TTL) and Kafka topics on the
  * emulators, and resolves its functions, event source mappings and schedules to local
- * definitions with every intrinsic resolved to local names, URLs and ARNs. Everything it does not
- * create is listed in `report.inert` (no local effect) or `report.unsupported`.
+ * definitions with every intrinsic resolved to local names, URLs and ARNs. What the template uses
+ * but does not create (an imported queue) gets a local stand-in, listed in `report.standIns`.
+ * Everything it does not create is listed in `report.inert` (no local effect) or `report.unsupported`.
  */
 export async function materialise(options: MaterialiseOptions): Promise<LocalApp> {
   const { template, stackName } = options;
@@ -137,6 +139,11 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
   const deferred: Array<[string, CfnResource, DeferredMaterialiser]> = [];
   const unsupported = (id: string, r: CfnResource, error: unknown) =>
     s.report.unsupported.push({ logicalId: id, type: r.Type, detail: (error as Error).message });
+
+  // Stand-ins for what the template uses but does not create (imported queues), before anything
+  // resolves a value naming them.
+  const constants = constantStrings(template, s.ctx);
+  for (const service of SERVICES) await service.standIns?.(constants, s);
 
   // First pass, in dependency order: everything but what needs the other resources to exist.
   for (const id of creationOrder(resources)) {

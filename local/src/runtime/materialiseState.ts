@@ -48,6 +48,12 @@ export interface MaterialiseState {
   readonly schedules: LocalSchedule[];
   /** Adds a fidelity note once. */
   note(text: string): void;
+  /**
+   * Makes `imported` (an ARN or URL the template names for a resource it does not create) resolve
+   * to `local` (its stand-in's) wherever the template computes it: mapping sources, policy
+   * statements, variables (`ResolveContext.alias`). One table, so every reader sees the same thing.
+   */
+  alias(imported: string, local: string): void;
   /** The explicit name (resolved) or `<stack>-<logicalId>`, with the prefix, cut to `max`. */
   physicalName(explicit: unknown, logicalId: string, max: number, path: string): string;
   /** One admin client on the local Kafka cluster, connected on first use. */
@@ -87,15 +93,18 @@ export function createState(inputs: StateInputs): MaterialiseState {
     inert: [],
     unsupported: [],
     refused: [],
+    standIns: [],
     notes: [],
   };
   const noted = new Set<string>();
+  const aliases = new Map<string, string>();
   const conditionCache = new Map<string, boolean>();
   const ctx: ResolveContext = {
     region: inputs.region,
     accountId: inputs.accountId,
     stackName: inputs.stackName,
     ...(template.Mappings ? { mappings: template.Mappings } : {}),
+    alias: (value) => aliases.get(value),
     ref(id) {
       const param = template.Parameters?.[id];
       if (param) {
@@ -142,6 +151,12 @@ export function createState(inputs: StateInputs): MaterialiseState {
       if (noted.has(text)) return;
       noted.add(text);
       report.notes.push(text);
+    },
+    alias(imported, local) {
+      const prior = aliases.get(imported);
+      if (prior !== undefined && prior !== local)
+        throw new Error(`${imported} already stands for ${prior}, not ${local}`);
+      aliases.set(imported, local);
     },
     physicalName(explicit, logicalId, max, path) {
       const base =

@@ -2,6 +2,7 @@
 import type { AccessModel } from "../services/iam/accessModel.ts";
 
 export interface LocalQueue {
+  /** The template's logical id; for a stand-in, the ARN it stands in for (`importedArn`). */
   readonly logicalId: string;
   readonly name: string;
   readonly url: string;
@@ -10,6 +11,11 @@ export interface LocalQueue {
   readonly visibilityTimeoutSeconds: number;
   readonly deadLetterQueueArn?: string;
   readonly maxReceiveCount?: number;
+  /**
+   * Set on a local stand-in for a queue the template uses but does not create
+   * (`sqs.Queue.fromQueueArn`): the ARN the template names. Its settings are the emulator's defaults.
+   */
+  readonly importedArn?: string;
 }
 
 export interface LocalTable {
@@ -139,6 +145,12 @@ export interface MaterialisationReport {
    * mapping needs: `enforcement/mappingRole.ts`), with AWS's error.
    */
   readonly refused: ReportEntry[];
+  /**
+   * Local stand-ins for resources the template uses but does not create (an imported queue): the
+   * imported ARN (as `logicalId`), and what stands in for it. Their settings are the emulator's
+   * defaults, not the real resource's, which the template does not hold.
+   */
+  readonly standIns: ReportEntry[];
   /** Fidelity notes: rewritten values, ignored properties, partition counts. */
   readonly notes: string[];
 }

@@ -93,6 +93,13 @@ export interface LocalService {
     matches(r: CfnResource): boolean;
     materialise: ResourceMaterialiser;
   }>;
+  /**
+   * Stand-ins for what the template uses but does not create, made before the first pass: given
+   * the strings the template computes without its own resources (`runtime/constantStrings.ts`), the
+   * service makes a local resource for each one it recognises (an SQS queue's ARN or URL) and
+   * aliases the imported value to it (`MaterialiseState.alias`).
+   */
+  readonly standIns?: (strings: ReadonlySet<string>, state: MaterialiseState) => Promise<void>;
   /** CloudFormation types made local once everything else exists. */
   readonly deferred?: Readonly<Record<string, DeferredMaterialiser>>;
   readonly gateway?: readonly GatewayRoute[];

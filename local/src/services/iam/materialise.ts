@@ -233,7 +233,8 @@ function constructPaths(s: MaterialiseState): Map<string, string> {
     const path = resources[id]?.Metadata?.["aws:cdk:path"];
     return typeof path === "string" ? path.replace(/\/Resource$/, "") : id;
   };
-  for (const q of s.queues) out.set(q.arn, pathOf(q.logicalId));
+  // A stand-in has no construct in the template (an import adds no resource).
+  for (const q of s.queues) if (!q.importedArn) out.set(q.arn, pathOf(q.logicalId));
   for (const t of s.tables) {
     out.set(t.arn, pathOf(t.logicalId));
     if (t.streamArn) out.set(t.streamArn, pathOf(t.logicalId));

@@ -4,11 +4,13 @@ import { at, moveOf, object, text } from "../../console/route.ts";
 import { eventSourceOf, type LocalService } from "../localService.ts";
 import { sqsAuthz } from "./enforcement.ts";
 import { sqsEventSource } from "./eventSource.ts";
+import { materialiseImportedQueues } from "./importedQueues.ts";
 import { materialiseQueue } from "./materialise.ts";
 
 export const sqsService: LocalService = {
   name: "sqs",
   resources: { "AWS::SQS::Queue": materialiseQueue },
+  standIns: materialiseImportedQueues,
   gateway: [
     {
       service: "sqs",

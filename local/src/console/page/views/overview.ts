@@ -60,6 +60,8 @@ export const overviewView: ViewFactory = (el, { overview: o }) => {
     el.append(...report("NOT EMULATED", "not-emulated", o.report.unsupported));
     if (o.report.refused?.length)
       el.append(...report("REFUSED, as AWS refuses it", "refused", o.report.refused));
+    if (o.report.standIns?.length)
+      el.append(...report("Stand-ins for imported resources", "stand-ins", o.report.standIns));
     el.append(...report("No local effect", "inert", o.report.inert));
     if (o.report.notes.length)
       el.append(
