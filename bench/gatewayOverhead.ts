@@ -7,10 +7,10 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createDedupTable } from "reliable-consumers-local";
 import { DEDUP_TABLE_ACTIONS } from "../lib/dedup/schema.ts";
 import { startAwsGateway } from "../local/src/enforcement/awsGateway.ts";
 import { createDenialLog } from "../local/src/enforcement/denials.ts";
+import { createDedupTable } from "../local/src/services/dynamodb/dedupTable.ts";
 import {
   type AccessModel,
   type FunctionPrincipal,

@@ -13,7 +13,8 @@
  * `kafkaSubstrates.<mock|real>`; the real brokers run with the full JIT, as in production.
  */
 import { existsSync } from "node:fs";
-import { type KafkaSubstrate, startEmulators, startLocalKafka } from "reliable-consumers-local";
+import { type KafkaSubstrate, startEmulators } from "reliable-consumers-local";
+import { startLocalKafka } from "../local/src/emulators.ts";
 import { DEFAULT_SQS_BENCH, runSqsBench, warmUp } from "./sqsIdempotency.ts";
 
 function arg(name: string): string | undefined {

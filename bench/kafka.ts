@@ -16,8 +16,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { KafkaRecordHandler, MskEventJson, MskRecordJson } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable, type Emulators, startEmulators } from "reliable-consumers-local";
+import { type Emulators, startEmulators } from "reliable-consumers-local";
 import { createKafkaBatchProcessor } from "../lib/kafka/kafkaBatchProcessor.ts";
+import { createDedupTable, deleteTable } from "../local/src/services/dynamodb/dedupTable.ts";
 import { countDynamoDb } from "./ddbCounter.ts";
 import { benchContext, noProducer, quietTelemetry } from "./kafkaStubs.ts";
 

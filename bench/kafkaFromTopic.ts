@@ -15,7 +15,8 @@ import {
   kafkaConfigFromEnv,
   kafkaConsumer,
 } from "reliable-consumers/kafka";
-import { createDeclaredTopicsOn, startLocalKafkaTrigger } from "reliable-consumers-local";
+import { startLocalKafkaTrigger } from "reliable-consumers-local";
+import { createDeclaredTopicsOn } from "../local/src/services/kafka/topics.ts";
 
 const PARTITIONS = 10;
 const KEYS = 100;

@@ -35,15 +35,13 @@ import {
 } from "reliable-consumers/kafka";
 import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import {
-  createAppTable,
-  createDeclaredTopicsOn,
-  createStreamPoller,
-  deleteTable,
-  startDynamoDbLocal,
-} from "reliable-consumers-local";
+import { createStreamPoller } from "reliable-consumers-local";
 import { createOutboxPublisher } from "../lib/outbox/publisher.ts";
 import { OUTBOX_ATTR, OUTBOX_STREAM_FILTER_PATTERN } from "../lib/outbox/schema.ts";
+import { createAppTable } from "../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../local/src/services/dynamodb/dedupTable.ts";
+import { startDynamoDbLocal } from "../local/src/services/dynamodb/emulator.ts";
+import { createDeclaredTopicsOn } from "../local/src/services/kafka/topics.ts";
 import {
   batchPutCeiling,
   fractionOf,

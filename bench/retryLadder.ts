@@ -22,8 +22,9 @@ import {
   getKafkaProducer,
   kafkaConsumer,
 } from "reliable-consumers/kafka";
-import { createDeclaredTopics, startLocalKafkaTrigger } from "reliable-consumers-local";
+import { startLocalKafkaTrigger } from "reliable-consumers-local";
 import { ladderTopics } from "../lib/kafka/retryLadder.ts";
+import { createDeclaredTopics } from "../local/src/services/kafka/topics.ts";
 
 const DELAYS = ["1s", "3s"] as const;
 

@@ -14,7 +14,8 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSRecord } from "aws-lambda";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable, lambdaContext } from "reliable-consumers-local";
+import { createDedupTable, deleteTable } from "../local/src/services/dynamodb/dedupTable.ts";
+import { lambdaContext } from "../local/src/services/lambda/lambdaContext.ts";
 import {
   batchShapedCeiling,
   type CeilingFigure,

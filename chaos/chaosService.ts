@@ -13,14 +13,12 @@ import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "reliable-consumers/sqs";
-import type { CfnTemplate, Denial, EventSource, KafkaMapping, RuntimeClient } from "reliable-consumers-local";
-import {
-  type LocalRuntime,
-  loadCloudAssembly,
-  queueDepth,
-  startLocalRuntime,
-  synthesize,
-} from "reliable-consumers-local";
+import type { Denial, RuntimeClient } from "reliable-consumers-local";
+import { type LocalRuntime, startLocalRuntime, synthesize } from "reliable-consumers-local";
+import { type CfnTemplate, loadCloudAssembly } from "../local/src/runtime/cloudAssembly.ts";
+import type { KafkaMapping } from "../local/src/runtime/model.ts";
+import type { EventSource } from "../local/src/services/sqs/eventSource.ts";
+import { queueDepth } from "../local/src/services/sqs/queueDepth.ts";
 import { type ScenarioTargets, scenarioTargets } from "../scenario/referenceScenario.ts";
 import { CHAOS_STACK, CHAOS_TOPIC } from "./chaosApp.ts";
 import { REDIRECT_ENV, type RedirectMap, redirectingSocketFactory } from "./netRedirect.ts";

@@ -15,7 +15,8 @@
  * duplicate effect on the transactional path, every repeated external effect is accounted for by
  * an injected crash, nothing is half-applied and every aggregate kept its order.
  */
-import { kafkaSubstrateFromArgs, startEmulators } from "reliable-consumers-local";
+import { startEmulators } from "reliable-consumers-local";
+import { kafkaSubstrateFromArgs } from "../local/src/emulators.ts";
 import { badInputsThroughService } from "./badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
 import { chaosDenials, disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";

@@ -6,8 +6,9 @@ import { Kafka, logLevel } from "kafkajs";
 // kafkajs 2.2.4 warns TimeoutNegativeWarning on every connection without it (see the file).
 import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createInboxOutbox } from "reliable-consumers/outbox";
-import type { KafkaCluster } from "reliable-consumers-local";
-import { createDeclaredTopics, type DynamoDbLocal, startDynamoDbLocal } from "reliable-consumers-local";
+import { type DynamoDbLocal, startDynamoDbLocal } from "../local/src/services/dynamodb/emulator.ts";
+import type { KafkaCluster } from "../local/src/services/kafka/cluster.ts";
+import { createDeclaredTopics } from "../local/src/services/kafka/topics.ts";
 import { type ChaosAssembly, type ChaosService, type Endpoints, startChaosService } from "./chaosService.ts";
 import { createFaultLedger, type FaultKind, type FaultLedger } from "./faults.ts";
 import { startHttpFaultProxy } from "./httpFaultProxy.ts";

@@ -31,7 +31,6 @@ import "../lib/kafka/kafkajsRequestQueueFix.ts";
 import { createSqsClient } from "reliable-consumers/sqs";
 import {
   formatReport,
-  kafkaSubstrateFromArgs,
   type LocalRuntime,
   startEmulators,
   startLocalRuntime,
@@ -45,6 +44,7 @@ import {
   createTelemetryHub,
   type LocalConsole,
 } from "../local/src/console/localConsole.ts";
+import { kafkaSubstrateFromArgs } from "../local/src/emulators.ts";
 import { startPaymentProvider } from "./paymentProvider.ts";
 import {
   census,

@@ -9,8 +9,9 @@ import {
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Kafka } from "kafkajs";
 import { OUTBOX_TABLE } from "reliable-consumers/outbox";
-import type { KafkaMapping, LocalQueue, LocalRuntime, SqsMapping } from "reliable-consumers-local";
-import { queueDepth as queueDepthOf } from "reliable-consumers-local";
+import type { LocalRuntime } from "reliable-consumers-local";
+import type { KafkaMapping, LocalQueue, SqsMapping } from "../local/src/runtime/model.ts";
+import { queueDepth as queueDepthOf } from "../local/src/services/sqs/queueDepth.ts";
 
 export interface ScenarioOptions {
   readonly messages: number;

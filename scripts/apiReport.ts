@@ -1,6 +1,7 @@
 /**
- * The public API, pinned: one API Extractor report per entry point of package.json `exports`, in
- * `api/` (checked in). `npm run api` writes them after a deliberate change of the surface;
+ * The public API, pinned: one API Extractor report per entry point of the `exports` of both
+ * packages (the library, and the local runtime in local/), in `api/` (checked in). `npm run api`
+ * writes them after a deliberate change of the surface;
  * `test/package/apiReport.test.ts` (so `npm test`) fails when the exported surface differs from
  * the reports, or when an export or a member it reaches has no TSDoc summary (API Extractor's
  * `ae-undocumented`, with no exemption; `npm run build` fails on that too).
@@ -9,7 +10,7 @@
  *   npm run api -- --check # compare only (what the test does)
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel } from "@microsoft/api-extractor";
@@ -18,7 +19,7 @@ import ts from "typescript";
 const root = join(import.meta.dirname, "..");
 
 export interface EntryReport {
-  /** The `exports` subpath: `.`, `./sqs`, ... */
+  /** What a user imports: `reliable-consumers`, `reliable-consumers/sqs`, `reliable-consumers-local`... */
   readonly entry: string;
   readonly reportFile: string;
   /** The report differs from the checked-in one (in `--check` mode: not updated). */
@@ -32,22 +33,31 @@ export interface EntryReport {
   readonly undocumented: string[];
 }
 
-/** The `exports` subpaths with declarations, and the report file of each. */
+/** The folders of the packages whose entry points are reported: the library and the local runtime. */
+const PACKAGES = [".", "local"];
+
+/** The `exports` subpaths with declarations of both packages, and the report file of each. */
 export function apiEntryPoints(): Array<{
   entry: string;
+  /** The package's folder (absolute): its package.json, and what `types` is relative to. */
+  packageDir: string;
   types: string;
   source: string;
   reportName: string;
 }> {
-  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
-    name: string;
-    exports: Record<string, string | { types?: string; "reliable-consumers-source"?: string }>;
-  };
-  return Object.entries(pkg.exports).flatMap(([entry, target]) => {
-    if (typeof target !== "object" || !target.types || !target["reliable-consumers-source"]) return [];
-    const suffix = entry === "." ? "" : `-${entry.slice(2).replaceAll("/", "-")}`;
-    const source = join(root, target["reliable-consumers-source"]);
-    return [{ entry, types: target.types, source, reportName: `${pkg.name}${suffix}.api.md` }];
+  return PACKAGES.flatMap((dir) => {
+    const packageDir = join(root, dir);
+    const pkg = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as {
+      name: string;
+      exports: Record<string, string | { types?: string; "reliable-consumers-source"?: string }>;
+    };
+    return Object.entries(pkg.exports).flatMap(([subpath, target]) => {
+      if (typeof target !== "object" || !target.types || !target["reliable-consumers-source"]) return [];
+      const entry = subpath === "." ? pkg.name : `${pkg.name}/${subpath.slice(2)}`;
+      const suffix = subpath === "." ? "" : `-${subpath.slice(2).replaceAll("/", "-")}`;
+      const source = join(packageDir, target["reliable-consumers-source"]);
+      return [{ entry, packageDir, types: target.types, source, reportName: `${pkg.name}${suffix}.api.md` }];
+    });
   });
 }
 
@@ -86,12 +96,36 @@ export function undocumentedExports(): string[] {
   return missing;
 }
 
-/** Emits the declarations of lib/ into a temporary folder (what `npm run build` ships as dist/*.d.ts). */
-function emitDeclarations(outDir: string): void {
+/**
+ * Emits the declarations of lib/ (or of the project `tsconfig` names) into a temporary folder: what
+ * `npm run build` ships as dist/*.d.ts.
+ */
+function emitDeclarations(outDir: string, tsconfig = "tsconfig.build.json"): void {
   const tsc = join(root, "node_modules", ".bin", "tsc");
-  const args = ["-p", "tsconfig.build.json", "--emitDeclarationOnly", "--sourceMap", "false"];
+  const args = ["-p", tsconfig, "--emitDeclarationOnly", "--sourceMap", "false"];
   const result = spawnSync(tsc, [...args, "--outDir", outDir], { cwd: root, encoding: "utf8" });
   if (result.status !== 0) throw new Error(`tsc failed:\n${result.stdout}${result.stderr}`);
+}
+
+/**
+ * Emits the declarations of local/src (what `npm run build -w reliable-consumers-local` ships).
+ * local/tsconfig.build.json compiles against the library's built declarations (its dist/, which
+ * need not exist here), so a tsconfig beside the output extends it and maps each of the library's
+ * entry points to the declarations `emitDeclarations` wrote into `libDts`. The emitted files keep
+ * the specifiers (`reliable-consumers/sqs`), so the report imports them as a user's code would.
+ */
+function emitLocalDeclarations(outDir: string, libDts: string): void {
+  const paths = Object.fromEntries(
+    apiEntryPoints()
+      .filter((e) => e.packageDir === root)
+      .map((e) => [e.entry, [join(libDts, e.types.replace(/^\.\/dist\//, ""))]]),
+  );
+  // `types: ["node"]` is looked up from the tsconfig's folder, a temporary one: point it home.
+  const typeRoots = [join(root, "node_modules", "@types")];
+  const tsconfig = join(outDir, "..", "tsconfig.local.json");
+  const base = join(root, "local", "tsconfig.build.json");
+  writeFileSync(tsconfig, JSON.stringify({ extends: base, compilerOptions: { paths, typeRoots } }));
+  emitDeclarations(outDir, tsconfig);
 }
 
 /** API Extractor's configuration for one entry point, over the declarations in `dts`. */
@@ -102,9 +136,9 @@ function extractorConfig(
 ): ExtractorConfig {
   return ExtractorConfig.prepare({
     configObjectFullPath: undefined,
-    packageJsonFullPath: join(root, "package.json"),
+    packageJsonFullPath: join(entry.packageDir, "package.json"),
     configObject: {
-      projectFolder: root,
+      projectFolder: entry.packageDir,
       mainEntryPointFilePath: join(dts, entry.types.replace(/^\.\/dist\//, "")),
       compiler: {
         overrideTsconfig: {
@@ -175,6 +209,25 @@ function runExtractor(
   return { changed: result.apiReportChanged, problems, undocumented };
 }
 
+/** The reports of one package's entry points, over its declarations in `dts`: one TypeScript program for all. */
+function reportGroup(
+  dts: string,
+  entries: ReturnType<typeof apiEntryPoints>,
+  reportTempFolder: string,
+  update: boolean,
+): EntryReport[] {
+  if (entries.length === 0) return [];
+  const configs = entries.map((entry) => ({ entry, config: extractorConfig(dts, reportTempFolder, entry) }));
+  const compilerState = CompilerState.create(configs[0]!.config, {
+    additionalEntryPoints: configs.map((c) => c.config.mainEntryPointFilePath),
+  });
+  return configs.map(({ entry, config }) => ({
+    entry: entry.entry,
+    reportFile: join("api", entry.reportName),
+    ...runExtractor(dts, config, compilerState, update),
+  }));
+}
+
 /**
  * Runs API Extractor on every entry point, over the declarations in `declarations` (a `dist/` that
  * `npm run build` just emitted) or, by default, over declarations emitted once for the purpose.
@@ -184,19 +237,16 @@ export function apiReports(options: { update: boolean; declarations?: string }):
   try {
     const dts = options.declarations ?? join(work, "dts");
     if (options.declarations === undefined) emitDeclarations(dts);
-    const entries = apiEntryPoints().map((entry) => ({
-      entry,
-      config: extractorConfig(dts, join(work, "api-temp"), entry),
-    }));
-    // One TypeScript program for every entry point (they share the declarations), not one each.
-    const compilerState = CompilerState.create(entries[0]!.config, {
-      additionalEntryPoints: entries.map((e) => e.config.mainEntryPointFilePath),
-    });
-    return entries.map(({ entry, config }) => ({
-      entry: entry.entry,
-      reportFile: join("api", entry.reportName),
-      ...runExtractor(dts, config, compilerState, options.update),
-    }));
+    const entries = apiEntryPoints();
+    const library = entries.filter((e) => e.packageDir === root);
+    // Given the library's dist/ (npm run build), only the library's entry points are checked.
+    const local = options.declarations === undefined ? entries.filter((e) => e.packageDir !== root) : [];
+    const localDts = join(work, "local-dts");
+    if (local.length > 0) emitLocalDeclarations(localDts, dts);
+    return [
+      ...reportGroup(dts, library, join(work, "api-temp"), options.update),
+      ...reportGroup(localDts, local, join(work, "api-temp"), options.update),
+    ];
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -32,6 +32,7 @@ function hookExit(): void {
 
 /** A tool the emulators need (Java, kcat) is not installed; the message says how to install it. */
 export class MissingPrerequisiteError extends Error {
+  /** Always `MissingPrerequisiteError`. */
   override readonly name = "MissingPrerequisiteError";
 }
 

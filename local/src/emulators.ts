@@ -14,7 +14,9 @@ import { EMBEDDED_IDENTITY, hasUpstream, type Upstreams, upstreamIdentity } from
  */
 export type KafkaSubstrate = "mock" | "real";
 
+/** The Kafka in use: one we started (the mock or a real cluster), or brokers the user runs. */
 export interface LocalKafka {
+  /** What stands in for MSK (`real` for brokers the user runs). */
   readonly substrate: KafkaSubstrate;
   /** false: brokers the user runs (`upstreams.kafkaBrokers`), never stopped by us. */
   readonly embedded: boolean;
@@ -22,14 +24,17 @@ export interface LocalKafka {
   readonly brokers: string[];
   /** The real cluster's handle (broker stop/start for chaos), when `substrate` is `real`. */
   readonly cluster?: KafkaCluster;
+  /** Stops the brokers we started; does nothing for the user's. */
   stop(): Promise<void>;
 }
 
 /** An AWS service endpoint in use: one we started, or one the user runs (never stopped by us). */
 export interface ServiceEndpoint {
-  /** `http://127.0.0.1:<port>` for ours. */
+  /** The URL an SDK client takes as `endpoint`: `http://127.0.0.1:<port>` for ours. */
   readonly endpoint: string;
+  /** true: an emulator we started (DynamoDB Local, fauxqs); false: the user's, from `upstreams`. */
   readonly embedded: boolean;
+  /** Stops the emulator if we started it; does nothing for the user's. */
   stop(): Promise<void>;
 }
 
@@ -40,18 +45,24 @@ export interface ServiceEndpoint {
 export interface Emulators {
   /** DynamoDB, and the endpoint of its Streams (the same for DynamoDB Local and LocalStack). */
   readonly dynamodb: ServiceEndpoint & { readonly streamsEndpoint: string };
+  /** SQS: fauxqs, or the user's. */
   readonly sqs: ServiceEndpoint;
+  /** Kafka: the substrate, its brokers' addresses, and the real cluster's handle. */
   readonly kafka: LocalKafka;
-  /** The variables that point AWS SDK v3 clients and our Kafka module at the emulators. */
+  /**
+   * The variables that point AWS SDK v3 clients and our Kafka module at the emulators
+   * (`AWS_ENDPOINT_URL_*`, `AWS_REGION`, credentials, `KAFKA_BROKERS`, `KAFKA_IDEMPOTENT`).
+   */
   readonly env: Record<string, string>;
+  /** Stops every emulator we started (the user's keep running); `process.env` is left as it is. */
   stop(): Promise<void>;
 }
 
 /** What `startEmulators` starts: the Kafka substrate and size, and which services are the user's own. */
 export interface EmulatorOptions {
-  /** Export the endpoints into `process.env`. @default true */
+  /** Export the endpoints (`Emulators.env`) into `process.env`. @default true */
   readonly applyEnv?: boolean;
-  /** @default "mock" */
+  /** What stands in for MSK: librdkafka's mock or a real Apache Kafka. @default "mock" */
   readonly kafka?: KafkaSubstrate;
   /** Brokers of the real cluster (1, or 3 with RF 3 and min ISR 2). @default 1 */
   readonly kafkaBrokers?: 1 | 3;

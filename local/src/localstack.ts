@@ -15,6 +15,7 @@ import { ownedTempDir } from "./ownedTempDir.ts";
 export interface LocalStack {
   /** `http://127.0.0.1:<port>`: every service on one gateway. */
   readonly endpoint: string;
+  /** The process id of LocalStack's Python process (-1 if the OS gave none). */
   readonly pid: number;
   /** LocalStack's FILESYSTEM_ROOT, deleted by `stop()`. */
   readonly dataDir: string;
@@ -22,6 +23,7 @@ export interface LocalStack {
   readonly version: string;
   /** From spawn to "Ready.", in ms. */
   readonly startMs: number;
+  /** Stops LocalStack and deletes its `dataDir`: every queue and message on it goes. */
   stop(): Promise<void>;
 }
 
@@ -37,7 +39,7 @@ export interface LocalStackOptions {
   readonly python?: string;
   /** More LocalStack configuration (e.g. `SQS_DELAY_RECENTLY_DELETED: "1"`); ours wins on conflict. */
   readonly config?: Readonly<Record<string, string>>;
-  /** @default 60000 */
+  /** How long to wait for LocalStack's "Ready.", in ms, before failing. @default 60000 */
   readonly startTimeoutMs?: number;
 }
 

@@ -6,16 +6,13 @@ import { Kafka, logLevel } from "kafkajs";
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
 import { createInboxOutbox } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import {
-  createAppTable,
-  createDedupTable,
-  deleteTable,
-  lambdaContext,
-  toLambdaImage,
-} from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kafkaCases, sqsCases, wrongShapes } from "../../chaos/badInputCorpus.ts";
 import { readQueue, readTopic, scanTable } from "../../chaos/storedState.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { toLambdaImage } from "../../local/src/services/dynamodb/streamRecord.ts";
+import { lambdaContext } from "../../local/src/services/lambda/lambdaContext.ts";
 import { declareTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 

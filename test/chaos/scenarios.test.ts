@@ -1,4 +1,3 @@
-import { type KafkaCluster, startKafkaCluster } from "reliable-consumers-local";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { badInputsThroughService } from "../../chaos/badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "../../chaos/brokerScenarios.ts";
@@ -15,6 +14,7 @@ import {
   type ScenarioResult,
 } from "../../chaos/scenarios.ts";
 import { verdict } from "../../chaos/verdict.ts";
+import { type KafkaCluster, startKafkaCluster } from "../../local/src/services/kafka/cluster.ts";
 
 /**
  * The chaos scenarios of `npm run chaos`, small: the reference stack's chaos variant synthesized

@@ -4,17 +4,13 @@ import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { createDedupStore, METRIC } from "reliable-consumers";
 import { createRetryLadder, disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import {
-  type ConsumedRecord,
-  createDedupTable,
-  deleteTable,
-  lambdaContext,
-  toMskEvent,
-  toSqsRecord,
-} from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { type ConsumedRecord, toMskEvent } from "../../local/src/services/kafka/mskEventBuilder.ts";
+import { lambdaContext } from "../../local/src/services/lambda/lambdaContext.ts";
+import { toSqsRecord } from "../../local/src/services/sqs/trigger.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

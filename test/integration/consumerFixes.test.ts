@@ -13,7 +13,7 @@ import {
 import { createDedupStore, METRIC, TransientError } from "reliable-consumers";
 import { getKafkaProducer } from "reliable-consumers/kafka";
 import { createSqsClient, SQS_CONSUMER_DEFAULTS, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable, invokeFromQueue, toSqsRecord } from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { RecordTimeoutError } from "../../lib/core/errors.ts";
@@ -23,6 +23,8 @@ import { createKafkaBatchProcessor } from "../../lib/kafka/kafkaBatchProcessor.t
 import { packAttributes } from "../../lib/sqs/attributePacking.ts";
 import { toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { toSqsRecord } from "../../local/src/services/sqs/trigger.ts";
 import { lambdaContext, recordingTelemetry } from "../support/kafkaHarness.ts";
 import { manualClock } from "../support/manualClock.ts";
 import { names } from "../support/names.ts";

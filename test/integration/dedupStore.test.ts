@@ -1,9 +1,9 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { createDedupStore } from "reliable-consumers";
-import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyReuseError, LeaseLostError } from "../../lib/core/errors.ts";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import { countRequests } from "../support/requestCounter.ts";
 

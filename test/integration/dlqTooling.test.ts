@@ -14,11 +14,11 @@ import {
   replayKafkaDeadLetters,
 } from "reliable-consumers/dlq";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { packAttributes, unpackAttributes } from "../../lib/sqs/attributePacking.ts";
 import { parkInDeadLetterQueue, toSdkAttributes } from "../../lib/sqs/deadLetter.ts";
 import { toSqsEnvelope } from "../../lib/sqs/sqsEnvelope.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { dynamodb, kafka, sqs } from "../support/clients.ts";
 import { declareTopics, recordsIn } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -1,7 +1,7 @@
 import { CreateTableCommand, DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 

@@ -2,14 +2,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { GetItemCommand, PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
-import {
-  createAppTable,
-  createDedupTable,
-  deleteTable,
-  invokeFromQueue,
-  type SqsLambdaHandler,
-} from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import type { SqsLambdaHandler } from "../../local/src/services/sqs/trigger.ts";
 import { dynamodb, sqs as sqsClient } from "../support/clients.ts";
 import { declareTopics, lambdaContext, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

@@ -8,7 +8,6 @@ import {
   type KafkaRecordHandler,
   kafkaConsumer,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable, toMskEvent } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MalformedRecordError } from "../../lib/core/errors.ts";
 import { type KafkaDeadLetter, readTopicToEnd } from "../../lib/dlq/kafkaDeadLetters.ts";
@@ -16,6 +15,8 @@ import { KafkaBatchIncompleteError } from "../../lib/kafka/errors.ts";
 import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
 import { createKafkaProducer } from "../../lib/kafka/producer.ts";
 import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { toMskEvent } from "../../local/src/services/kafka/mskEventBuilder.ts";
 import { dynamodb } from "../support/clients.ts";
 import {
   declareLadder,

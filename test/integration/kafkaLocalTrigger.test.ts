@@ -5,8 +5,9 @@ import {
   getKafkaProducer,
   kafkaConsumer,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable, startLocalKafkaTrigger } from "reliable-consumers-local";
+import { startLocalKafkaTrigger } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { dynamodb } from "../support/clients.ts";
 import { declareLadder, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

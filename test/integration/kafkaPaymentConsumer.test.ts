@@ -1,8 +1,8 @@
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DEDUP_TABLE } from "reliable-consumers";
 import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

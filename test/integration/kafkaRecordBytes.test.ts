@@ -5,10 +5,10 @@ import {
   getKafkaProducer,
   type KafkaRecordHandler,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
 import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { dynamodb } from "../support/clients.ts";
 import { lambdaContext, recordingTelemetry, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";

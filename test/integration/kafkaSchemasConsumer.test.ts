@@ -7,12 +7,12 @@ import {
   getKafkaProducer,
   type KafkaRecordHandler,
 } from "reliable-consumers/kafka";
-import { createDedupTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createKafkaBatchProcessor, type KafkaConsumerOptions } from "../../lib/kafka/kafkaBatchProcessor.ts";
 import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
 import { writeConfluentFrame } from "../../lib/kafka/schemas/wireFormat.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { PaymentV1 } from "../fixtures/schemas/payment.ts";
 import { dynamodb } from "../support/clients.ts";
 import { type ConfluentStandIn, startConfluentStandIn } from "../support/confluentRegistryStandIn.ts";

@@ -25,18 +25,15 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { IdempotencyOptions } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import {
-  createDedupTable,
-  deleteTable,
-  invokeFromQueue,
-  lambdaContext,
-  toSqsRecord,
-} from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type * as After from "../../examples/migrate-from-powertools/after.ts";
 import type * as Before from "../../examples/migrate-from-powertools/before.ts";
 import type * as Orders from "../../examples/migrate-from-powertools/orders.ts";
 import { powertoolsIdempotencyKey } from "../../lib/dedup/powertoolsRecord.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { lambdaContext } from "../../local/src/services/lambda/lambdaContext.ts";
+import { toSqsRecord } from "../../local/src/services/sqs/trigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 

@@ -3,11 +3,13 @@ import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import { PermanentError } from "reliable-consumers";
 import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TransactionConflictError } from "../../lib/outbox/errors.ts";
 import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { inboxPk } from "../../lib/outbox/schema.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

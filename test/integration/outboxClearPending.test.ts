@@ -1,11 +1,12 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { requeueParked } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pendingShard, resolveNewEvent, toOutboxItem } from "../../lib/outbox/outboxEvent.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
 import { clearPendingFenced, park } from "../../lib/outbox/settle.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 
 /**

@@ -4,10 +4,12 @@ import { logLevel } from "kafkajs";
 import { disconnectAllKafkaProducers, getKafkaProducer } from "reliable-consumers/kafka";
 import { createInboxOutbox, createOutboxRelay } from "reliable-consumers/outbox";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKafkaProducer } from "../../lib/kafka/producer.ts";
 import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { type TopicTap, tapTopics } from "../support/kafkaHarness.ts";
 import { names } from "../support/names.ts";
 import {

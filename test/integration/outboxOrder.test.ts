@@ -10,7 +10,6 @@ import {
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
 import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
@@ -18,6 +17,8 @@ import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
 import { FIFO_ID_PATTERN } from "../../lib/sqs/sqsLimits.ts";
 import { type AwsGateway, startAwsGateway } from "../../local/src/enforcement/awsGateway.ts";
 import { createDenialLog } from "../../local/src/enforcement/denials.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import { byPrefix, envelopeOf, receiveAll, scanAll, streamTrigger } from "../support/outboxHarness.ts";
 

@@ -8,10 +8,11 @@ import {
   requeueParked,
 } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, describe, expect, it } from "vitest";
 import { createOutboxPublisher } from "../../lib/outbox/publisher.ts";
 import { OUTBOX_ATTR, OUTBOX_HEAD_SK } from "../../lib/outbox/schema.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

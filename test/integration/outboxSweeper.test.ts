@@ -3,10 +3,11 @@ import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord } from "aws-lambda";
 import { createInboxOutbox, createOutboxSweeper, requeueParked } from "reliable-consumers/outbox";
 import { createSqsClient } from "reliable-consumers/sqs";
-import { createAppTable, deleteTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pendingShard } from "../../lib/outbox/outboxEvent.ts";
 import { OUTBOX_DEFAULTS } from "../../lib/outbox/schema.ts";
+import { createAppTable } from "../../local/src/services/dynamodb/appTable.ts";
+import { deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import {
   byPrefix,

@@ -3,17 +3,14 @@ import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSEvent } from "aws-lambda";
 import { createDedupStore, METRIC, PermanentError, TransientError } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import {
-  createDedupTable,
-  deleteTable,
-  invokeFromQueue,
-  lambdaContext,
-  toSqsRecord,
-} from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { dedupPk } from "../../lib/dedup/schema.ts";
 import { CONTEXT_ATTRIBUTE } from "../../lib/sqs/attributePacking.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { lambdaContext } from "../../local/src/services/lambda/lambdaContext.ts";
+import { toSqsRecord } from "../../local/src/services/sqs/trigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { SQS_NAME } from "../support/sqsSubstrate.ts";

@@ -6,15 +6,12 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand } from "@aws-sdk/clien
 import type { SQSBatchResponse } from "aws-lambda";
 import { METRIC, PermanentError } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import {
-  createDedupTable,
-  deleteTable,
-  invokeFromQueue,
-  lambdaContext,
-  toSqsRecord,
-} from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dedupPk } from "../../lib/dedup/schema.ts";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
+import { lambdaContext } from "../../local/src/services/lambda/lambdaContext.ts";
+import { toSqsRecord } from "../../local/src/services/sqs/trigger.ts";
 import { names } from "../support/names.ts";
 import { createQueueWithDlq, deleteQueues, drainQueue, sendAll, type TestQueue } from "../support/queues.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";

@@ -20,8 +20,9 @@ import {
 import type { SQSRecord } from "aws-lambda";
 import { createDedupStore } from "reliable-consumers";
 import { createSqsClient, sqsConsumer } from "reliable-consumers/sqs";
-import { createDedupTable, deleteTable, invokeFromQueue } from "reliable-consumers-local";
+import { invokeFromQueue } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDedupTable, deleteTable } from "../../local/src/services/dynamodb/dedupTable.ts";
 import { names } from "../support/names.ts";
 import { arnOf, sendAll } from "../support/queues.ts";
 import { onLocalStack, SQS_NAME } from "../support/sqsSubstrate.ts";

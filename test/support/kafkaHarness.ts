@@ -6,11 +6,15 @@ import type { Context } from "aws-lambda";
 import type { Consumer } from "kafkajs";
 import type { Telemetry } from "reliable-consumers";
 import type { RetryLadder } from "reliable-consumers/kafka";
-import type { ConsumedRecord } from "reliable-consumers-local";
-import { type CreatedTopic, createDeclaredTopics, type TopicDeclaration } from "reliable-consumers-local";
 import { ladderTopics } from "../../lib/kafka/retryLadder.ts";
 import { topicOffsets } from "../../lib/kafka/topicsWithLeaders.ts";
 import type { MetricName } from "../../lib/observability/telemetry.ts";
+import type { ConsumedRecord } from "../../local/src/services/kafka/mskEventBuilder.ts";
+import {
+  type CreatedTopic,
+  createDeclaredTopics,
+  type TopicDeclaration,
+} from "../../local/src/services/kafka/topics.ts";
 import { kafka } from "./clients.ts";
 
 /** Telemetry that logs nothing and counts metrics in memory, so tests can assert on them. */

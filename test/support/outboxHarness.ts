@@ -7,9 +7,9 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { Envelope } from "reliable-consumers";
-import type { StreamPollerOptions } from "reliable-consumers-local";
 import { createStreamPoller } from "reliable-consumers-local";
 import { OUTBOX_HEAD_SK, OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
+import type { StreamPollerOptions } from "../../local/src/services/dynamodb/streamPoller.ts";
 import { dynamodbStreams } from "./clients.ts";
 
 /** An envelope as the SQS adapter would build it, for driving the unit of work directly. */

@@ -3,7 +3,6 @@ import type { SQSRecord } from "aws-lambda";
 import type { Envelope } from "reliable-consumers";
 import { PermanentError, TransientError } from "reliable-consumers";
 import { BusinessConditionFailedError, createInboxOutbox, OUTBOX_HEADERS } from "reliable-consumers/outbox";
-import { matchesAnyFilter, toLambdaImage } from "reliable-consumers-local";
 import { describe, expect, it } from "vitest";
 import { KeyReuseError } from "../../lib/core/errors.ts";
 import {
@@ -35,6 +34,8 @@ import {
   withMessageId,
 } from "../../lib/sqs/attributePacking.ts";
 import { plainAttributes } from "../../lib/sqs/deadLetter.ts";
+import { toLambdaImage } from "../../local/src/services/dynamodb/streamRecord.ts";
+import { matchesAnyFilter } from "../../local/src/services/lambda/eventFilter.ts";
 
 const build = {
   now: 1_700_000_000_000,

@@ -1,7 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type Envelope, PermanentError, TransientError } from "reliable-consumers";
 import type { KafkaProducer } from "reliable-consumers/kafka";
-import { lambdaContext } from "reliable-consumers-local";
 import { describe, expect, it } from "vitest";
 import type { RecordPlan } from "../../lib/batch/batchPlan.ts";
 import { done, type RecordOutcome } from "../../lib/batch/recordOutcome.ts";
@@ -9,6 +8,7 @@ import { type BatchAdapter, createBatchConsumer, runBatch } from "../../lib/batc
 import { kafkaRouting } from "../../lib/kafka/kafkaRouting.ts";
 import type { KafkaRecordView } from "../../lib/kafka/mskEvent.ts";
 import { createRetryLadder } from "../../lib/kafka/retryLadder.ts";
+import { lambdaContext } from "../../local/src/services/lambda/lambdaContext.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";
 
 // The runner with no dedup store (idempotency: false) and a plain adapter: its stage order, its

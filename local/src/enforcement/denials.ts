@@ -4,10 +4,13 @@
  */
 /** One call refused for lack of a grant. */
 export interface Denial {
+  /** When it was refused, in ms since the epoch. */
   readonly at: number;
   /** The function whose role made the call (its code, or its event source mapping). */
   readonly functionName: string;
+  /** The IAM action refused, e.g. `sqs:SendMessage` or `kafka-cluster:WriteData`. */
   readonly action: string;
+  /** The ARN it was refused on (`*` for a call that names no resource). */
   readonly resource: string;
   /** AWS's own message, as the caller's SDK saw it. */
   readonly message: string;
@@ -17,6 +20,7 @@ export interface Denial {
 
 /** The denials of one run: recorded as they happen, listed at the end, summarised with their grants. */
 export interface DenialLog {
+  /** Adds a denial and tells the subscribers (the gateways call it). */
   record(denial: Denial): void;
   /** Every denial so far, in order. */
   all(): readonly Denial[];

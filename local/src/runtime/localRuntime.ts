@@ -17,44 +17,85 @@ import { loadCloudAssembly } from "./cloudAssembly.ts";
 import { materialise } from "./materialise.ts";
 import type { LocalApp, LocalEventSourceMapping, LocalFunction } from "./model.ts";
 
-/** Options of `startLocalRuntime`. */
+/** Options of `startLocalRuntime`: what to run (`cdkOut` or `template`), and how. */
 export interface LocalRuntimeOptions {
-  /** A synthesized cloud assembly directory (`cdk.out`) ... */
+  /**
+   * A synthesized cloud assembly directory (`cdk.out`, as `synthesize` returns it). Give this or
+   * `template`. @default none: `template` is used
+   */
   readonly cdkOut?: string;
-  /** ... or one template (with the directory its asset paths are relative to). */
+  /** One CloudFormation template, parsed (give `assetRoot` with it). @default none: `cdkOut` is used */
   readonly template?: CfnTemplate;
+  /**
+   * With `template`: the directory its functions' asset paths (`aws:asset:path`) are relative to,
+   * usually the `cdk.out` it came from. @default none: only inline code (`ZipFile`) can run
+   */
   readonly assetRoot?: string;
-  /** Which stack of the assembly. @default the only one */
+  /**
+   * Which stack of the assembly (with `template`: the name the app is reported under).
+   * @default the assembly's only stack (an error if it has several); `LocalStack` for a template
+   */
   readonly stackName?: string;
   /**
    * The emulator variables (AWS_ENDPOINT_URL_*, AWS_REGION, credentials, KAFKA_BROKERS).
    * @default the current process.env values
    */
   readonly emulatorEnv?: Readonly<Record<string, string>>;
-  /** Prepended to queue, table and function names (several runtimes on one set of emulators). */
+  /**
+   * Prepended to queue, table and function names (several runtimes on one set of emulators).
+   * @default "" (the template's names)
+   */
   readonly namePrefix?: string;
-  /** Extra variables for some functions (like `sam local --env-vars`): by function name, logical id or CDK path part. */
+  /**
+   * Extra variables for some functions (like `sam local --env-vars`), keyed by function name,
+   * logical id or a part of the CDK path; they win over the template's. @default none
+   */
   readonly envOverrides?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** A directory for one log file per function (`<name>.log`). @default none: logs go to stderr */
   readonly logDir?: string;
-  /** See `FunctionHostOptions.logTee`. */
+  /**
+   * Also copy each function's output to the stream this returns for it (the CLI prints it
+   * prefixed with the function's name). @default none
+   */
   readonly logTee?: FunctionHostOptions["logTee"];
+  /**
+   * A ceiling on execution environments (worker threads) per function, to bound memory on a
+   * small machine. @default none: the function's concurrency
+   */
   readonly maxEnvironmentsPerFunction?: number;
-  /** Start event source mappings and schedules. @default true */
+  /** Start the event source mappings and schedules. @default true */
   readonly startTriggers?: boolean;
-  /** First schedule run after this long instead of one period. */
+  /**
+   * Run each schedule first after this many milliseconds, then at its rate (a test need not wait
+   * a whole period). @default the schedule's period
+   */
   readonly scheduleFirstRunAfterMs?: number;
+  /** Called after each invocation with the function and its result (progress, tests). @default none */
   readonly onInvoke?: FunctionHostOptions["onInvoke"];
-  /** See `FunctionHostOptions.preload` and `onCrash`. */
+  /**
+   * Modules (absolute paths) every execution environment imports before the function's code:
+   * instrumentation that must live inside the environment. @default none
+   */
   readonly preload?: FunctionHostOptions["preload"];
+  /**
+   * Called when an execution environment dies under an invocation (killed, crashed or timed
+   * out), with the environment's id, the reason and the event. @default none
+   */
   readonly onCrash?: FunctionHostOptions["onCrash"];
   /**
    * Emulator variables for the functions only, over `emulatorEnv` (e.g. a fault proxy in front of
-   * the functions' SDK clients while the runtime's own pollers go direct).
+   * the functions' SDK clients while the runtime's own pollers go direct). @default none
    */
   readonly functionEmulatorEnv?: Readonly<Record<string, string>>;
-  /** Called with each SDK client the runtime itself uses (SQS, DynamoDB, Streams): middleware hooks. */
+  /**
+   * Called with each SDK client the runtime itself uses (SQS, DynamoDB, Streams), to add
+   * middleware (fault injection, counting). @default none
+   */
   readonly instrument?: (client: RuntimeClient) => void;
-  /** How the runtime's own Kafka clients (mappings, setup) open broker connections. */
+  /**
+   * How the runtime's own Kafka clients (mappings, setup) open broker connections.
+   * @default kafkajs's own (a plain TCP socket)
+   */
   readonly kafkaSocketFactory?: ISocketFactory;
   /**
    * Each function acts as its role: every SQS, DynamoDB and Streams call of its code and of its
@@ -70,12 +111,19 @@ export interface LocalRuntimeOptions {
   readonly mappingClock?: () => number;
 }
 
+/** An SDK client the local runtime itself uses, as `LocalRuntimeOptions.instrument` receives it. */
 export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
 
 /** A running local runtime: the materialised app, its function host and triggers. */
 export interface LocalRuntime {
+  /** The app as materialised: its queues, tables, topics, functions, mappings, and the report. */
   readonly app: LocalApp;
+  /**
+   * The execution environments of the functions: invoke one directly, or terminate a busy one
+   * (`host.busyEnvironments(fn)[i].kill()`) to play a function that crashes.
+   */
   readonly host: FunctionHost;
+  /** The running event source mappings and schedules, each with its counters (`stats`). */
   readonly eventSources: EventSource[];
   /** Every call refused for lack of a grant, with the grant that would allow it. */
   readonly denials: DenialLog;
@@ -90,6 +138,10 @@ export interface LocalRuntime {
    * makes the group rebalance); `stop()` it to make it leave.
    */
   addEventSource(mapping: LocalEventSourceMapping): Promise<EventSource>;
+  /**
+   * Stops the triggers (waiting for the batches in flight), the execution environments and the
+   * gateways. Resources created on the emulators stay; the emulators keep running.
+   */
   stop(): Promise<void>;
 }
 

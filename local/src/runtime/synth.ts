@@ -6,6 +6,7 @@ import { join } from "node:path";
 export interface SynthOptions {
   /** The app's directory (where cdk.json is, if any): the command runs there. */
   readonly projectDir: string;
+  /** Where the cloud assembly goes (`CDK_OUTDIR`); `synthesize` resolves with it. */
   readonly outdir: string;
   /** The command that runs the app, like `cdk --app`. @default cdk.json's `app` */
   readonly app?: string;

@@ -20,11 +20,11 @@ import {
   SendMessageCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
-import { createDedupTable } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { names } from "../../../test/support/names.ts";
 import { type AwsGateway, startAwsGateway } from "../../src/enforcement/awsGateway.ts";
 import { createDenialLog } from "../../src/enforcement/denials.ts";
+import { createDedupTable } from "../../src/services/dynamodb/dedupTable.ts";
 
 const name = names(import.meta.url);
 let gateway: AwsGateway;

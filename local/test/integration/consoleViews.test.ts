@@ -4,13 +4,7 @@ import { fileURLToPath } from "node:url";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { createDedupStore } from "reliable-consumers";
-import type { CfnTemplate } from "reliable-consumers-local";
-import {
-  createDedupTable,
-  deleteTable,
-  type LocalRuntime,
-  startLocalRuntime,
-} from "reliable-consumers-local";
+import { type LocalRuntime, startLocalRuntime } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { newEventId, toOutboxItem } from "../../../lib/outbox/outboxEvent.ts";
 import { OUTBOX_DEFAULTS } from "../../../lib/outbox/schema.ts";
@@ -23,6 +17,8 @@ import {
   createTelemetryHub,
   type LocalConsole,
 } from "../../src/console/localConsole.ts";
+import type { CfnTemplate } from "../../src/runtime/cloudAssembly.ts";
+import { createDedupTable, deleteTable } from "../../src/services/dynamodb/dedupTable.ts";
 
 /**
  * The console's views that examples/consumer-app has no data for (test/package/consoleBrowser.test.ts

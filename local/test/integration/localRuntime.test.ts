@@ -4,19 +4,15 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { type DynamoDBClient, PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
-import type { CfnTemplate } from "reliable-consumers-local";
-import {
-  createDedupTable,
-  deleteTable,
-  type LocalRuntime,
-  startLocalRuntime,
-} from "reliable-consumers-local";
+import { type LocalRuntime, startLocalRuntime } from "reliable-consumers-local";
 import { afterAll, describe, expect, it } from "vitest";
 import { createTopicsWithLeaders, topicOffsets } from "../../../lib/kafka/topicsWithLeaders.ts";
 import { dynamodb, kafka, sqs } from "../../../test/support/clients.ts";
 import { names } from "../../../test/support/names.ts";
 import { describeWithoutSqs } from "../../../test/support/sqsSubstrate.ts";
+import type { CfnTemplate } from "../../src/runtime/cloudAssembly.ts";
 import type { LocalFunction } from "../../src/runtime/model.ts";
+import { createDedupTable, deleteTable } from "../../src/services/dynamodb/dedupTable.ts";
 import { FunctionHost } from "../../src/services/lambda/functionHost.ts";
 
 const name = names(import.meta.url);

@@ -3,48 +3,48 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import { matchesAnyFilter } from "../lambda/eventFilter.ts";
 import { type ShardCursor, streamReader } from "./shardReader.ts";
 
-/**
- * Lambda's DynamoDB Streams event-source mapping, played locally against a real stream (DynamoDB
- * Local): the relay handler is fed the same records, shapes and batches Lambda would give it.
- *
- * - Records are read per shard with GetRecords and turned into the Lambda event shape (binary as
- *   base64, ApproximateCreationDateTime as epoch seconds).
- * - A FilterCriteria pattern drops records before the handler sees them (dropped = processed).
- * - Partial batch response: the checkpoint moves to the lowest reported SequenceNumber, and the
- *   batch is retried from there, up to `maximumRetryAttempts`; then the rest of the batch is
- *   discarded (Lambda's on-failure destination gets metadata only; here `onDiscard`).
- * - A thrown handler error retries the whole batch (BisectBatchOnFunctionError is not simulated).
- * Used by the tests, the benchmark and the local runtime.
- */
+/** Options of `createStreamPoller`: the stream, the handler, and the mapping's settings. */
 export interface StreamPollerOptions {
+  /** The Streams client to read with (GetRecords, from each shard's TRIM_HORIZON). */
   readonly client: DynamoDBStreamsClient;
+  /** The table's stream (`LatestStreamArn`). */
   readonly streamArn: string;
-  /** Returns a DynamoDBBatchResponse (or nothing, for "all succeeded"). */
+  /** The function's handler: returns a DynamoDBBatchResponse, or nothing for "all succeeded". */
   readonly handler: (event: DynamoDBStreamEvent) => Promise<unknown>;
-  /** @default 100 */
+  /** The most records per invocation, per shard. @default 100 */
   readonly batchSize?: number;
-  /** A Lambda FilterCriteria pattern (object form). */
+  /** A Lambda FilterCriteria pattern (object form); records it does not match are skipped. @default none */
   readonly filterPattern?: unknown;
-  /** @default 3 */
+  /** Retries of a failing batch before the rest of it is discarded. @default 3 */
   readonly maximumRetryAttempts?: number;
-  /** Called with the records Lambda would give up on. */
+  /** Called with the records Lambda would give up on (after the retries). @default none */
   readonly onDiscard?: (records: DynamoDBRecord[]) => void;
-  /** @default AWS_REGION */
+  /** The region the records' `awsRegion` names. @default AWS_REGION, else "us-east-1" */
   readonly region?: string;
 }
 
 /** Reads a DynamoDB stream into Lambda-shaped records (tools and tests). */
 export interface StreamPoller {
-  /** Polls every shard until a full round finds no new records and nothing is left to retry. */
+  /**
+   * Polls every shard until a full round finds no new records and nothing is left to retry, or
+   * `maxRounds` rounds (default 10000) have passed; resolves with the counters.
+   */
   drain(options?: { maxRounds?: number }): Promise<StreamPollerStats>;
+  /** The counters so far (the same object `drain` resolves with). */
   readonly stats: StreamPollerStats;
 }
 
+/** What a stream poller has done so far. */
 export interface StreamPollerStats {
+  /** Handler invocations. */
   invocations: number;
+  /** Records handed to the handler (a retried record counts each time). */
   recordsDelivered: number;
+  /** Records the filter pattern skipped. */
   recordsFiltered: number;
+  /** Batches retried after a failure. */
   retries: number;
+  /** Records given up on after the retries (`onDiscard`). */
   discarded: number;
 }
 
@@ -53,7 +53,20 @@ interface ShardState extends ShardCursor {
   attempts: number;
 }
 
-/** Creates a DynamoDB stream poller. */
+/**
+ * Lambda's DynamoDB Streams event source mapping, played for a handler under test against a real
+ * stream (DynamoDB Local): the handler is fed the same records, shapes and batches Lambda would
+ * give it, each time `drain()` is called.
+ *
+ * - Records are read per shard with GetRecords and turned into the Lambda event shape (binary as
+ *   base64, ApproximateCreationDateTime as epoch seconds).
+ * - A FilterCriteria pattern drops records before the handler sees them (dropped = processed).
+ * - Partial batch response: the checkpoint moves to the lowest reported SequenceNumber, and the
+ *   batch is retried from there, up to `maximumRetryAttempts`; then the rest of the batch is
+ *   discarded (Lambda's on-failure destination gets metadata only; here `onDiscard`).
+ * - A thrown handler error retries the whole batch (BisectBatchOnFunctionError is not simulated:
+ *   the local runtime's mappings do that).
+ */
 export function createStreamPoller(options: StreamPollerOptions): StreamPoller {
   const { client, streamArn, handler } = options;
   const batchSize = options.batchSize ?? 100;

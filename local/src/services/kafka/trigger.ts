@@ -4,27 +4,42 @@ import type { KafkaBatchResponse, MskEventJson } from "reliable-consumers/kafka"
 import { type KafkaConnectionConfig, kafkaConfigFromEnv, toKafkaJsConfig } from "reliable-consumers/kafka";
 import { toMskEvent } from "./mskEventBuilder.ts";
 
+/** Options of `startLocalKafkaTrigger`: the topic, the group, the handler. */
 export interface LocalKafkaTriggerOptions {
+  /** The topic the mapping reads, from its beginning on the group's first start. */
   readonly topic: string;
   /** The event source mapping's consumer group. */
   readonly groupId: string;
+  /**
+   * The function's handler: gets the MSK event; a `{ batchItemFailures }` answer is a partial
+   * response, anything else success, a throw a function error.
+   */
   readonly handler: (
     event: MskEventJson,
     context: Context,
   ) => Promise<KafkaBatchResponse | undefined | unknown>;
+  /** How to reach the brokers. @default kafkaConfigFromEnv() (`KAFKA_BROKERS` and the rest) */
   readonly connection?: KafkaConnectionConfig;
-  /** Records per invocation (per partition batch, as the mock delivers them). @default 100 */
+  /** The most records per invocation (within one fetched partition batch). @default 100 */
   readonly batchSize?: number;
-  /** The function timeout the handler sees as remaining time. @default 60000 ms */
+  /** The function timeout the handler sees as remaining time, in ms. @default 60000 */
   readonly timeoutMs?: number;
-  /** Pause before redelivering after a failure (Lambda's own retry backoff). @default 200 ms */
+  /** Pause before redelivering after a failure (Lambda's own retry backoff), in ms. @default 200 */
   readonly retryDelayMs?: number;
+  /**
+   * The function's name: the context's `functionName` and the Kafka client id.
+   * @default "local" (client id `local-kafka-trigger`)
+   */
   readonly functionName?: string;
+  /** Called after each invocation with its event and its response or error. @default none */
   readonly onInvoke?: (info: { event: MskEventJson; response?: unknown; error?: unknown }) => void;
 }
 
+/** A running `startLocalKafkaTrigger`. */
 export interface LocalKafkaTrigger {
+  /** The mapping's kafkajs consumer (its group member). */
   readonly consumer: Consumer;
+  /** Leaves the group and disconnects; offsets committed so far stay with the group. */
   stop(): Promise<void>;
 }
 
@@ -38,7 +53,8 @@ export interface LocalKafkaTrigger {
  *   partition is re-read from it;
  * - an error: nothing is committed and the batch is re-read.
  *
- * The same handler file runs here and on AWS. Used by tests and the local runtime.
+ * The same handler file runs here and on AWS. It retries a failed batch without limit and does not
+ * bisect: it is the mapping of a test (the local runtime's Kafka mappings play the rest).
  */
 export async function startLocalKafkaTrigger(options: LocalKafkaTriggerOptions): Promise<LocalKafkaTrigger> {
   const kafka = new Kafka({

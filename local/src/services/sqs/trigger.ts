@@ -10,24 +10,36 @@ import { lambdaContext } from "../lambda/lambdaContext.ts";
 /** Any SQS handler; a response that is not `{ batchItemFailures }` counts as "all succeeded". */
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<unknown>;
 
+/** Options of `invokeFromQueue`: the queue, the function's name, and the mapping's settings. */
 export interface SqsTriggerOptions {
+  /** The queue to receive from. */
   readonly queueUrl: string;
+  /** The queue's ARN, as the records' `eventSourceARN` (its region becomes their `awsRegion`). */
   readonly queueArn: string;
+  /** The function's name in the Lambda context the handler gets. */
   readonly functionName: string;
-  /** @default 10 */
+  /** The most messages in one batch (received 10 at a time). @default 10 */
   readonly batchSize?: number;
-  /** Lambda timeout for getRemainingTimeInMillis. @default 30 000 */
+  /** The function's timeout, in ms, which the context's getRemainingTimeInMillis counts down. @default 30000 */
   readonly timeoutMs?: number;
-  /** Long-poll wait per ReceiveMessage. @default 1 */
+  /** Long-poll wait of the first ReceiveMessage, in seconds. @default 1 */
   readonly waitSeconds?: number;
   /** The mapping has ReportBatchItemFailures. @default true */
   readonly reportBatchItemFailures?: boolean;
 }
 
+/** What one `invokeFromQueue` cycle did. */
 export interface InvocationResult {
+  /** Messages received and handed to the handler in one batch (0: the queue had none; no invocation). */
   readonly received: number;
+  /** Messages deleted after the invocation (those that succeeded). */
   readonly deleted: number;
+  /**
+   * MessageIds left on the queue to come back after their visibility timeout: the
+   * `batchItemFailures` the handler reported, or every message when it threw.
+   */
   readonly failed: string[];
+  /** What the handler threw, if it threw (then nothing was deleted). @default undefined */
   readonly error?: unknown;
 }
 
