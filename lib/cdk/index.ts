@@ -7,7 +7,7 @@
  * `ConsumerRuleError` with a stable `code`, or as a warning annotation.
  */
 
-export { LAMBDA_ENV, type LambdaEnvName, OUTBOX_ENV } from "../env.ts";
+export { LAMBDA_ENV, OUTBOX_ENV } from "../env.ts";
 export { ConsumerBundlingError, ConsumerFunction, type ConsumerFunctionProps } from "./consumerFunction.ts";
 export {
   ConsumerFunctionBase,
