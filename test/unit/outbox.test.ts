@@ -27,7 +27,7 @@ import { describe, expect, it } from "vitest";
 import { isTraceparent, resolveNewEvent } from "../../lib/outbox/outboxEvent.ts";
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
-import { interpretFailure } from "../../lib/outbox/unitOfWork.ts";
+import { interpretFailure } from "../../lib/outbox/transactionFailure.ts";
 import { withMessageId } from "../../lib/sqs/attributePacking.ts";
 import { plainAttributes } from "../../lib/sqs/deadLetter.ts";
 
