@@ -10,8 +10,9 @@ import type { MessageAttributeValue, SQSClient } from "@aws-sdk/client-sqs";
 import type { AttributeValue as LambdaAttributeValue } from "aws-lambda";
 import { contextToHeaders, failureContext } from "../core/failureContext.ts";
 import { DYNAMODB_BATCH_LIMIT, StatementBatcher } from "../dedup/statementBatcher.ts";
+import { SQS_LIMITS } from "../sqs/sqsLimits.ts";
 import { pendingShard } from "./outboxEvent.ts";
-import { SQS_LIMITS, sendToParkingQueue } from "./publisher.ts";
+import { sendToParkingQueue } from "./parkingQueue.ts";
 import { OUTBOX_ATTR as A, OUTBOX_DEFAULTS } from "./schema.ts";
 
 /**

@@ -26,7 +26,7 @@ import { parseDestination, toSqsAttributes } from "../../lib/outbox/publisher.ts
 import { tableNameFromStreamArn } from "../../lib/outbox/relay.ts";
 import { OUTBOX_STREAM_FILTER_PATTERN } from "../../lib/outbox/schema.ts";
 import { fromLambdaImage } from "../../lib/outbox/settle.ts";
-import { interpretFailure } from "../../lib/outbox/unitOfWork.ts";
+import { interpretFailure } from "../../lib/outbox/transactionFailure.ts";
 import {
   FOLDED_ATTRIBUTE,
   packAttributes,
