@@ -23,10 +23,15 @@ import {
 
 /** What the handler gets: stage writes and events; nothing touches DynamoDB until the handler returns. */
 export interface UnitOfWork<TBody = unknown> {
+  /** The message being processed: its id, body and source. */
   readonly envelope: Envelope<TBody>;
+  /** Stages a Put of the transaction; `options.onConditionFailed` returns the error a failed condition throws. */
   put(put: StagedPut, options?: StageOptions): void;
+  /** Stages an Update of the transaction; `options.onConditionFailed` returns the error a failed condition throws. */
   update(update: StagedUpdate, options?: StageOptions): void;
+  /** Stages a Delete of the transaction; `options.onConditionFailed` returns the error a failed condition throws. */
   delete(del: StagedDelete, options?: StageOptions): void;
+  /** Stages a ConditionCheck: the transaction commits only if it holds. */
   conditionCheck(check: StagedConditionCheck, options?: StageOptions): void;
   /** Stages an outbox event; returns its event id (UUIDv7). */
   publish(event: NewOutboxEvent): string;

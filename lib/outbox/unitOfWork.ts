@@ -92,6 +92,7 @@ export interface UnitOfWorkOptions {
   readonly keyAttributes?: Readonly<Record<string, ReadonlyArray<string>>>;
   /** Lower the transaction limits (tests, or to leave room). @default TRANSACTION_LIMITS */
   readonly limits?: Partial<typeof TRANSACTION_LIMITS>;
+  /** Where duplicates and commits are counted (EMF metrics). @default - none: nothing is emitted */
   readonly telemetry?: Telemetry;
   /** Injectable clock for tests. */
   readonly now?: () => number;
@@ -99,7 +100,9 @@ export interface UnitOfWorkOptions {
 
 /** The transactional inbox and outbox of one app table: `begin` a unit of work per message. */
 export interface InboxOutbox {
+  /** The app table the units of work write. */
   readonly tableName: string;
+  /** The inbox scope (the consumer) its markers are written under. */
   readonly scope: string;
   /**
    * Runs `handler` for one message, then commits what it staged plus the inbox marker in one
