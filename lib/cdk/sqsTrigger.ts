@@ -210,7 +210,7 @@ export class SqsTrigger implements IConsumerTrigger {
     const dlq = q.deadLetterQueue!;
     dlq.grantSendMessages(consumer.function);
     // On a standard queue, a healthy record on its last receive (held by another invocation, or not
-    // started for lack of time) is sent again to this queue as a fresh copy (sqsSettlement.ts,
+    // started for lack of time) is sent again to this queue as a fresh copy (healthyRequeue.ts,
     // requeueHealthy), so it never reaches the DLQ without having failed. FIFO parks it instead.
     if (!q.fifo) q.queue.grantSendMessages(consumer.function);
     consumer.addEnvironment(LAMBDA_ENV.dlqUrl, dlq.queueUrl);

@@ -39,7 +39,7 @@ import {
   renewIfAged,
 } from "../../lib/core/leaseKeeper.ts";
 import * as kafkaErrors from "../../lib/kafka/errors.ts";
-import { createLaneGate } from "../../lib/kafka/kafkaRouting.ts";
+import { createLaneGate } from "../../lib/kafka/keyLanes.ts";
 import * as outboxErrors from "../../lib/outbox/errors.ts";
 import * as sqsErrors from "../../lib/sqs/errors.ts";
 import { atLastReceive, sqsAnswer } from "../../lib/sqs/sqsAnswer.ts";
