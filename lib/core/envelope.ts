@@ -31,6 +31,14 @@ export type KeySource = "business" | "producer" | "broker";
 export type RecordSource =
   | { readonly kind: "sqs"; readonly queueArn: string; readonly messageId: string }
   | { readonly kind: "kafka"; readonly topic: string; readonly partition: number; readonly offset: string }
+  | {
+      readonly kind: "kinesis";
+      readonly streamArn: string;
+      /** From the record's `eventID`; undefined when Lambda did not give one. */
+      readonly shardId: string | undefined;
+      readonly sequenceNumber: string;
+      readonly partitionKey: string;
+    }
   | { readonly kind: "dynamodb-stream"; readonly streamArn: string; readonly sequenceNumber: string };
 
 /** The producer id header / attribute that we honour before falling back to broker coordinates. */

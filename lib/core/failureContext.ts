@@ -22,14 +22,20 @@ export type ContextHeaderName = (typeof CONTEXT_HEADERS)[keyof typeof CONTEXT_HE
 export interface FailureContext {
   /**
    * `x-original-topic`: the Kafka topic the record was first consumed from (kept across retry
-   * topics); for a parked outbox event, its stream's ARN.
+   * topics); for a parked outbox event or stream record, its stream's ARN.
    */
   readonly originalTopic?: string;
   /** `x-original-queue`: the ARN of the SQS queue the record was received from. */
   readonly originalQueue?: string;
-  /** `x-original-partition`: the record's partition on its original Kafka topic. */
-  readonly originalPartition?: number;
-  /** `x-original-offset`: the record's offset on its original Kafka topic, as a decimal string. */
+  /**
+   * `x-original-partition`: the record's partition on its original Kafka topic, or the shard id of a
+   * Kinesis record.
+   */
+  readonly originalPartition?: number | string;
+  /**
+   * `x-original-offset`: the record's offset on its original Kafka topic, or a stream record's
+   * sequence number, as a decimal string.
+   */
   readonly originalOffset?: string;
   /**
    * `x-retry-count`, a count: on SQS the receives before the one that parked the record; on Kafka
@@ -62,7 +68,7 @@ export function failureContext(input: {
   now?: Date;
   originalTopic?: string;
   originalQueue?: string;
-  originalPartition?: number;
+  originalPartition?: number | string;
   originalOffset?: string;
 }): FailureContext {
   const { error, now = new Date(), previousFirstFailedAt, ...rest } = input;

@@ -222,6 +222,8 @@ function describeSource(envelope: Envelope): string {
       return `sqs:${s.queueArn}:${s.messageId}`;
     case "kafka":
       return `kafka:${s.topic}:${s.partition}:${s.offset}`;
+    case "kinesis":
+      return `kinesis:${s.streamArn}:${s.shardId ?? ""}:${s.sequenceNumber}`;
     case "dynamodb-stream":
       return `ddb:${s.streamArn}:${s.sequenceNumber}`;
   }
