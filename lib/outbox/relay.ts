@@ -4,6 +4,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
 import { OUTBOX_ENV } from "../env.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import { createSqsClient } from "../sqs/sqsClient.ts";
+import { assertDynamoDbStreamEvent } from "../streams/dynamodbStreamEvent.ts";
 import {
   AGGREGATE_ORDER_DEFAULTS,
   createOrderCheck,
@@ -15,7 +16,6 @@ import { type EventParsed, parseRelayRecord, type RelayBatch, relayAnswer } from
 import { relayOrderCheck, rememberPublished } from "./relayOrder.ts";
 import { countReport, parkAll, type RelayReport, sortOutcomes } from "./relaySettle.ts";
 import { clearPending, eventKeyOf } from "./settle.ts";
-import { assertDynamoDbStreamEvent } from "./streamEvent.ts";
 
 export type { RelayReport } from "./relaySettle.ts";
 
