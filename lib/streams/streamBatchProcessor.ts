@@ -30,9 +30,13 @@ import { type StreamOrdering, streamLaneOf } from "./streamLanes.ts";
 
 /** The defaults of both stream consumers, resolved once when one is created. */
 export const STREAM_CONSUMER_DEFAULTS = {
+  /** Per shard: a shard's records one after another. */
   ordering: "shard" as StreamOrdering,
+  /** Records in flight at once (keys with `ordering: "key"`). */
   concurrency: 10,
+  /** No record is started when less Lambda time than this remains, ms. */
   timeMarginMs: 5000,
+  /** Lambda time kept after the run for the completions and parking, ms. */
   settleReserveMs: 3000,
 };
 

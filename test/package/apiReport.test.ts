@@ -13,6 +13,8 @@ describe("the public API", () => {
     expect(reports.map((r) => r.entry)).toEqual([
       "reliable-consumers",
       "reliable-consumers/sqs",
+      "reliable-consumers/kinesis",
+      "reliable-consumers/dynamodb-streams",
       "reliable-consumers/kafka",
       "reliable-consumers/outbox",
       "reliable-consumers/dlq",

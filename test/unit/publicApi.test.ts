@@ -1,6 +1,8 @@
 import * as api from "reliable-consumers";
 import * as cdk from "reliable-consumers/cdk";
+import * as ddbStreams from "reliable-consumers/dynamodb-streams";
 import * as kafka from "reliable-consumers/kafka";
+import * as kinesis from "reliable-consumers/kinesis";
 import * as outbox from "reliable-consumers/outbox";
 import * as sqs from "reliable-consumers/sqs";
 import { describe, expect, it } from "vitest";
@@ -11,6 +13,8 @@ describe("public API", () => {
       [api, ["createDedupStore", "createTelemetry", "classifyError"]],
       [sqs, ["sqsConsumer", "sqsBatchMiddleware", "createSqsClient"]],
       [kafka, ["kafkaConsumer", "getKafkaProducer"]],
+      [kinesis, ["kinesisConsumer", "kinesisBatchMiddleware"]],
+      [ddbStreams, ["dynamodbStreamConsumer", "dynamodbStreamBatchMiddleware"]],
       [outbox, ["createInboxOutbox", "createOutboxRelay", "createOutboxSweeper", "withUnitOfWork"]],
     ];
     for (const [entry, names] of entries)
@@ -38,6 +42,11 @@ describe("public API", () => {
         ],
       ],
       [sqs, ["createSqsBatchProcessor", "VisibilityHeartbeat", "toSqsEnvelope", "packAttributes"]],
+      [
+        kinesis,
+        ["createStreamBatchProcessor", "toKinesisEnvelope", "streamBatchResponse", "parkStreamRecord"],
+      ],
+      [ddbStreams, ["createStreamBatchProcessor", "toDynamoDbStreamEnvelope", "unmarshallImage"]],
       [outbox, ["createOutboxPublisher", "pendingShard", "OUTBOX_ATTR", "parseOutboxItem"]],
       [kafka, ["toMskEvent", "kafkajsRequestQueueFixed", "dueDecision", "topicRole", "createPromiseCache"]],
       [
