@@ -20,7 +20,10 @@ export type DoneWhy =
   | "duplicate"
   /** In a dead-letter queue or topic, with its failure context. */
   | "parked"
-  /** On a Kafka retry topic. */
+  /**
+   * Sent on with its context where a redelivery must recognise it (`BatchAdapter.routeOf`): a Kafka
+   * retry or dead-letter topic, or a stream consumer's parking queue.
+   */
   | "routed"
   /** Sent again as a fresh copy (SQS), so waiting does not use up the receives of a healthy record. */
   | "requeued";

@@ -21,10 +21,10 @@ import {
   runBatch,
 } from "../batch/runBatch.ts";
 import { withDefaults } from "../core/defaults.ts";
-import type { Envelope } from "../core/envelope.ts";
+import type { Envelope, RecordSource } from "../core/envelope.ts";
 import type { DuplicateHandler, IdempotencySetting } from "../dedup/idempotency.ts";
-import type { Telemetry } from "../observability/telemetry.ts";
-import { type StreamBatchResponse, streamBatchResponse } from "./streamAnswer.ts";
+import { METRIC, type Telemetry } from "../observability/telemetry.ts";
+import { type StreamBatchResponse, type StreamCoordinates, streamBatchResponse } from "./streamAnswer.ts";
 import { type FailureSource, failStreamRecord } from "./streamFailures.ts";
 import { type StreamOrdering, streamLaneOf } from "./streamLanes.ts";
 
@@ -39,6 +39,19 @@ export const STREAM_CONSUMER_DEFAULTS = {
   /** Lambda time kept after the run for the completions and parking, ms. */
   settleReserveMs: 3000,
 };
+
+/** The route a parked record's dedup record keeps (`DedupStore.recordRoute`). */
+const PARKED_ROUTE = "parked";
+
+/** A record's place as one string: the delivery its claims are made under. */
+const coordinatesKey = (c: StreamCoordinates) => `${c.streamArn}/${c.shardId ?? ""}/${c.sequenceNumber}`;
+
+/** The delivery of a decoded stream record (its envelope's source). */
+function deliveryOf(source: RecordSource): string | undefined {
+  if (source.kind === "kinesis") return coordinatesKey(source);
+  if (source.kind === "dynamodb-stream") return coordinatesKey({ ...source, shardId: undefined });
+  return undefined;
+}
 
 /** What one stream trigger reads differently. */
 export interface StreamSource<R, T, E extends Envelope<T>> extends FailureSource<R> {
@@ -131,7 +144,11 @@ export function createStreamBatchProcessor<R, T, E extends Envelope<T>>(
     lambdaSignal?: AbortSignal,
   ): Promise<StreamBatchResponse> {
     const records = source.recordsOf(event);
-    const invocation = batch.open(context, lambdaSignal);
+    const opened = batch.open(context, lambdaSignal);
+    // A record's claims are made under its coordinates, which Lambda's every resend of it shares.
+    const invocation = opened.claims
+      ? { ...opened, claims: { ...opened.claims, deliveryOf: (e: Envelope) => deliveryOf(e.source) } }
+      : opened;
     const failures = {
       source,
       sqs: options.sqsClient,
@@ -148,6 +165,22 @@ export function createStreamBatchProcessor<R, T, E extends Envelope<T>>(
       // stops the records after it like any failure.
       reject: (p, error) => failStreamRecord(failures, p, error),
       ...(skip ? { lead: (p: Plan) => (skip(p.record) ? done("processed") : undefined) } : {}),
+      // With a dedup store, a parked record's park is recorded as its route under its delivery: a
+      // resend from an earlier checkpoint recognises it instead of parking it again.
+      ...(invocation.claims
+        ? {
+            routeOf: (p: Plan) =>
+              p.outcome?.kind === "done" && p.outcome.why === "routed" ? PARKED_ROUTE : undefined,
+            recognised: () => {
+              telemetry.count(METRIC.routedRecognised);
+              return done("routed");
+            },
+            undecodedClaimOf: (r: R) => {
+              const delivery = coordinatesKey(source.coordinates(r));
+              return { key: `undecoded@${delivery}`, delivery };
+            },
+          }
+        : {}),
       claimAhead: () => true,
       describe: source.describe,
       answer: (plans) => streamBatchResponse(plans, source.coordinates),

@@ -6,7 +6,8 @@
  * - Transient (and any unknown error): handed back; Lambda retries (its `MaximumRetryAttempts`,
  *   `MaximumRecordAgeInSeconds` and on-failure destination bound that).
  * - Permanent (bad input, schema mismatch, a business rule): parked in the parking queue with its
- *   payload and context, and done, so the shard moves on. A record that cannot be parked, or a
+ *   payload and context, and done (`routed`: the park is recorded in its dedup record), so the
+ *   shard moves on. A record that cannot be parked, or a
  *   consumer without a parking queue, hands it back instead: never dropped.
  */
 import type { SQSClient } from "@aws-sdk/client-sqs";
@@ -99,5 +100,8 @@ export async function failStreamRecord<R, T, E extends Envelope<T>>(
   }
   telemetry.count(METRIC.permanentFailures);
   telemetry.logger.warn("record parked in the parking queue", described);
-  return done("parked");
+  // Routed, not merely parked: its lease is kept and the park recorded as its route under its
+  // delivery (`streamBatchProcessor.ts`), so that Lambda resending it from an earlier checkpoint
+  // finds it parked instead of parking it again.
+  return done("routed");
 }

@@ -200,6 +200,33 @@ describe(`kinesisConsumer against DynamoDB Local and ${SQS_NAME}`, () => {
     expect(at(5).context["x-last-error"]).toBe("PermanentError: business rule broken");
   });
 
+  it("a parked record resent after an earlier record's failure is recognised, not parked again", async () => {
+    const shard = testShard(name("reparked"));
+    putRecords(shard, [
+      { data: { id: "a1", n: 1 }, partitionKey: "a" },
+      { data: "{not json", partitionKey: "b" },
+      { data: { id: "b2", n: 2 }, partitionKey: "b" },
+    ]);
+    const parking = await parkingQueue("reparked");
+    const fx = effects(["a1"]);
+    const telemetry = recordingTelemetry();
+    const handler = kinesisConsumer<Click>(fx.handler, {
+      schema: Click,
+      key: (c) => c.id,
+      ordering: "key",
+      idempotency: { tableName: table, scope: name("reparked") },
+      parkingQueueUrl: parking,
+      telemetry,
+    });
+    const a1 = shard.records[0]!.kinesis.sequenceNumber;
+    expect(await invoke(handler, batchFrom(shard))).toEqual({ batchItemFailures: [{ itemIdentifier: a1 }] });
+    // Lambda resends from a1: the parked record and b2 come again.
+    expect(await invoke(handler, batchFrom(shard, a1))).toEqual({ batchItemFailures: [] });
+    expect(await drainQueue(sqs, parking)).toHaveLength(1);
+    expect(telemetry.counts[METRIC.routedRecognised]).toBe(1);
+    expect(Object.fromEntries(fx.count)).toEqual({ a1: 1, b2: 1 });
+  });
+
   it("without a parking queue: a permanent failure is handed back (never dropped), with a warning at init", async () => {
     const shard = testShard(name("noqueue"));
     putRecords(shard, [
