@@ -31,6 +31,9 @@ const SQS_SIDE = [
   "test/integration/consumerFixes.test.ts",
   "test/integration/concurrentInvocations.test.ts",
   "test/integration/examples.test.ts",
+  // the stream consumers park in SQS
+  "test/integration/kinesisConsumer.test.ts",
+  "test/integration/dynamodbStreamConsumer.test.ts",
   "test/integration/outbox.test.ts",
   "test/integration/outboxSweeper.test.ts",
   "test/integration/outboxOrder.test.ts",
