@@ -369,6 +369,18 @@ describe("the stream rules", () => {
     );
   });
 
+  it("counts a record age at or above the retention as no bound (the stream trims the record first)", () => {
+    const stack = new Stack(testApp(), "S");
+    const c = consumer(stack);
+    const s = new KinesisStream(stack, "Orders");
+    expect(
+      ruleCodeOf(() => c.addKinesisTrigger(s, { retryAttempts: -1, maxRecordAge: Duration.days(2) })),
+    ).toBe("StreamMappingBlocksShard");
+    expect(
+      ruleCodeOf(() => c.addKinesisTrigger(s, { retryAttempts: -1, maxRecordAge: Duration.hours(23) })),
+    ).toBe(undefined);
+  });
+
   it("refuses what Lambda would refuse: batch size, window, retries, record age, parallelization", () => {
     const stack = new Stack(testApp(), "S");
     const c = consumer(stack);

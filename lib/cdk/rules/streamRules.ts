@@ -160,10 +160,14 @@ function checkStreamFailurePath(m: StreamMappingCheck): void {
       m.path,
     );
   }
-  if (retries === -1 && age === -1) {
+  // An age at or above the retention bounds nothing: the stream trims the record first.
+  const retention =
+    m.source === "dynamodb" ? STREAM_TRIGGER_LIMITS.dynamoDbStreamRetentionSeconds : m.retentionSeconds;
+  const ageBounds = age !== -1 && (retention === undefined || !isKnown(retention) || age < retention);
+  if (retries === -1 && !ageBounds) {
     throw new ConsumerRuleError(
       "StreamMappingBlocksShard",
-      `the mapping of ${m.stream} retries without limit and has no maximum record age: a record that crashes the ` +
+      `the mapping of ${m.stream} retries without limit and has no maximum record age below the retention: a record that crashes the ` +
         `function every time (out of memory, a runtime crash, a timeout) is resent until the stream trims it, ` +
         `blocking its shard for up to ${retentionWords(m)}. Give it a finite retryAttempts (the trigger's ` +
         `default is ${STREAM_TRIGGER_DEFAULTS.retryAttempts}) or a maxRecordAge, with an on-failure destination.`,
