@@ -1,8 +1,11 @@
 import { type Duration, Stack, Validations } from "aws-cdk-lib";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { Construct } from "constructs";
+import { DynamoDbStreamTrigger, type DynamoDbStreamTriggerOptions } from "./dynamoDbStreamTrigger.ts";
+import { KinesisTrigger, type KinesisTriggerOptions, type KinesisTriggerStream } from "./kinesisTrigger.ts";
 import type { MskClusterRef } from "./mskCluster.ts";
 import {
   GLUE_BY_ID_REASON,
@@ -13,6 +16,7 @@ import { grantProduce, kafkaMappingErrors, MskTrigger, type MskTriggerOptions } 
 import type { RetryLadderDeclaration } from "./retryLadder.ts";
 import type { RetryPath } from "./rules/dedupRules.ts";
 import { SqsTrigger, type SqsTriggerOptions, type SqsTriggerQueue } from "./sqsTrigger.ts";
+import { streamMappingErrors } from "./streamTrigger.ts";
 
 /** Anything that remembers dedup keys for a window: the dedup table, or the app table's inbox. */
 export interface DedupWindowOwner {
@@ -48,7 +52,7 @@ export interface TriggerRetryPath {
 /**
  * A trigger with the library's rules, bound to a consumer by `ConsumerFunctionBase.addTrigger`, as
  * an `IEventSource` of aws-cdk-lib is bound to a function by `addEventSource`: `SqsTrigger`,
- * `MskTrigger`.
+ * `MskTrigger`, `KinesisTrigger`, `DynamoDbStreamTrigger`.
  */
 export interface IConsumerTrigger {
   /** Adds the event source mapping(s), grants and variables to `consumer`, checking the rules. */
@@ -73,11 +77,11 @@ export abstract class ConsumerFunctionBase extends Construct {
   private networkingGranted = false;
   private readonly wildcardReasons: string[] = [];
 
-  /** Creates the construct and adds the synth check of every Kafka mapping of the function. */
+  /** Creates the construct and adds the synth check of every Kafka and stream mapping of the function. */
   constructor(scope: Construct, id: string) {
     super(scope, id);
-    // Every Kafka mapping of this consumer, also one added by hand with `addEventSource`.
-    this.node.addValidation({ validate: () => kafkaMappingErrors(this) });
+    // Every Kafka and stream mapping of this consumer, also one added by hand with `addEventSource`.
+    this.node.addValidation({ validate: () => [...kafkaMappingErrors(this), ...streamMappingErrors(this)] });
   }
 
   /** Whether the function runs in a VPC (an MSK consumer or producer must). */
@@ -91,7 +95,7 @@ export abstract class ConsumerFunctionBase extends Construct {
     return this;
   }
 
-  /** Binds a trigger (`SqsTrigger`, `MskTrigger`) to this consumer. */
+  /** Binds a trigger (`SqsTrigger`, `MskTrigger`, `KinesisTrigger`, `DynamoDbStreamTrigger`) to this consumer. */
   addTrigger(trigger: IConsumerTrigger): this {
     trigger.bind(this);
     return this;
@@ -119,6 +123,33 @@ export abstract class ConsumerFunctionBase extends Construct {
     const trigger = new MskTrigger(cluster, ladder, options);
     this.addTrigger(trigger);
     return trigger.mappings;
+  }
+
+  /**
+   * Consume a Kinesis data stream (`KinesisTrigger`): a `KinesisStream`, or any `kinesis.IStream`
+   * (`kinesis.Stream.fromStreamArn` for one made elsewhere). Returns the event source mapping.
+   */
+  addKinesisTrigger(
+    stream: KinesisTriggerStream,
+    options: KinesisTriggerOptions = {},
+  ): lambda.EventSourceMapping {
+    const trigger = new KinesisTrigger(stream, options);
+    this.addTrigger(trigger);
+    return trigger.mapping!;
+  }
+
+  /**
+   * Consume a DynamoDB table's stream (`DynamoDbStreamTrigger`): any `dynamodb.ITable` or
+   * `ITableV2` with a stream (an imported one with its `tableStreamArn`). Returns the event
+   * source mapping.
+   */
+  addDynamoDbStreamTrigger(
+    table: dynamodb.ITable,
+    options: DynamoDbStreamTriggerOptions = {},
+  ): lambda.EventSourceMapping {
+    const trigger = new DynamoDbStreamTrigger(table, options);
+    this.addTrigger(trigger);
+    return trigger.mapping!;
   }
 
   /** Declares a way messages come back to this consumer; the dedup window is checked against the longest. */

@@ -28,8 +28,25 @@ export {
   type DedupTableProps,
   type ImportedDedupTableOptions,
 } from "./dedupTable.ts";
+export {
+  DYNAMODB_STREAM_MAPPING_ACTIONS,
+  DynamoDbStreamTrigger,
+  type DynamoDbStreamTriggerOptions,
+} from "./dynamoDbStreamTrigger.ts";
 export { BUNDLING, FUNCTION_ARCHITECTURE, FUNCTION_RUNTIME } from "./functionDefaults.ts";
 export { KafkaTopics, type KafkaTopicsProps } from "./kafkaTopics.ts";
+export {
+  KinesisStream,
+  type KinesisStreamConsumerOptions,
+  type KinesisStreamProps,
+} from "./kinesisStream.ts";
+export {
+  KINESIS_FAN_OUT_ACTIONS,
+  KINESIS_MAPPING_ACTIONS,
+  KinesisTrigger,
+  type KinesisTriggerOptions,
+  type KinesisTriggerStream,
+} from "./kinesisTrigger.ts";
 export { type MskClusterKind, type MskClusterRef, MskGrants } from "./mskCluster.ts";
 export type { MskSchemaRegistry, SchemaRegistryAccess } from "./mskSchemaRegistry.ts";
 export { type KafkaProvisionedPollers, MskTrigger, type MskTriggerOptions } from "./mskTrigger.ts";
@@ -45,3 +62,4 @@ export { QueueWithDlq, type QueueWithDlqProps } from "./queueWithDlq.ts";
 export { type KafkaTopicSpec, ladderTopics, type RetryLadderDeclaration } from "./retryLadder.ts";
 export { type ConsumerRuleCode, ConsumerRuleError } from "./rules/ruleError.ts";
 export { SqsTrigger, type SqsTriggerOptions, type SqsTriggerQueue } from "./sqsTrigger.ts";
+export { StreamTriggerBase, type StreamTriggerOptions, type StreamTriggerSource } from "./streamTrigger.ts";

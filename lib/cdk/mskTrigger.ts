@@ -170,6 +170,9 @@ export class MskTrigger implements IConsumerTrigger {
           maxBatchingWindow: window,
           provisionedPollerConfig: pollers,
           reportBatchItemFailures: true,
+          // Lambda's event counts and its error counts (deserialization, schema registry, invoke
+          // errors): EventSourceMappingMetricsConfig, Lambda API reference. OffsetLag is there anyway.
+          metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT, lambda.MetricType.ERROR_COUNT] },
           // The main topic's only: a retry copy carries what the function got, which a registry
           // mapping would refuse as DESERIALIZATION_ERROR (lib/kafka/lambdaDecoded.ts says why).
           ...(registry && t.role === "main" ? { schemaRegistryConfig: registry.config } : {}),

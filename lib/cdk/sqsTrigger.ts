@@ -159,6 +159,8 @@ export class SqsTrigger implements IConsumerTrigger {
       batchSize,
       ...(window.isUnresolved() || window.toSeconds() > 0 ? { maxBatchingWindow: window } : {}),
       reportBatchItemFailures: true,
+      // Lambda's event counts for the mapping (polled, filtered, failed, dropped) in CloudWatch.
+      metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(pollers && pollersCdkChecks(pollers) ? { provisionedPollerConfig: pollers } : {}),
     });

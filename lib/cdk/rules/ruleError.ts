@@ -53,6 +53,18 @@ export type ConsumerRuleCode =
   | "RetryLadderInvalid"
   | "SchemaRegistryInvalid"
   | "SchemaRegistryNotTls"
+  // Kinesis and DynamoDB Streams
+  | "StreamBatchSizeOutOfRange"
+  | "StreamRetryAttemptsOutOfRange"
+  | "StreamRecordAgeOutOfRange"
+  | "StreamParallelizationOutOfRange"
+  | "StreamMappingWithoutPartialBatchResponse"
+  | "StreamMappingWithoutDestination"
+  | "StreamMappingBlocksShard"
+  | "StreamMappingWithoutBisect"
+  | "StreamParkingQueueConflict"
+  | "DynamoDbTableWithoutStream"
+  | "KinesisConsumerOfAnotherStream"
   // the outbox relay
   | "RelayParallelizationBreaksOrder";
 
