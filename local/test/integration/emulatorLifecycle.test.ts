@@ -21,9 +21,10 @@ async function startCli(
     });
     child.once("exit", (code) => reject(new Error(`emulators CLI exited (${code}):\n${output}`)));
   });
-  const children = execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(child.pid)], { encoding: "utf8" })
+  // By command line: Node 24 names its main thread, so kinesis-local's `comm` is "MainThread".
+  const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(child.pid)], { encoding: "utf8" })
     .split("\n")
-    .filter((l) => /java|kcat|node/.test(l))
+    .filter((l) => /^\s*\d+\s+(\S*\/)?(java|kcat)\s|kinesis-local\/main\.js/.test(l))
     .map((l) => Number(l.trim().split(/\s+/)[0]));
   return { cli: child, children, output };
 }
