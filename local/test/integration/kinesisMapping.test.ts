@@ -37,6 +37,8 @@ import type { KinesisStreamEvent, KinesisStreamRecord } from "aws-lambda";
 import { type LocalRuntime, startLocalRuntime } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { names } from "../../../test/support/names.ts";
+import { consoleClients } from "../../src/console/consoleSources.ts";
+import { consoleKinesis } from "../../src/services/kinesis/consoleKinesis.ts";
 
 const name = names(import.meta.url);
 const outdir = mkdtempSync(join(tmpdir(), "kinesis-mapping-cdk-"));
@@ -386,6 +388,46 @@ describe("the Kinesis event source mapping of the local runtime", () => {
     const shards = succeededOf("ReshardFn").flatMap((d) => d.records.map((r) => r.shard));
     expect(shards.slice(0, 10)).toEqual(Array(10).fill("shardId-000000000000"));
     expect(shards.slice(10).every((s) => s !== "shardId-000000000000")).toBe(true);
+  });
+
+  it("shows streams, shards, each mapping's position and what it gave up on in the console's Kinesis view", async () => {
+    await until("the poison's batch info", () => of("PoisonFn").filter((d) => !d.ok).length >= 2);
+    await until("the resharded stream read", () => succeededOf("ReshardFn").length > 0);
+    const sources = {
+      app: runtime.app,
+      eventSources: runtime.eventSources,
+      emulatorEnv: { AWS_ENDPOINT_URL_KINESIS: process.env.AWS_ENDPOINT_URL_KINESIS! },
+    };
+    const clients = consoleClients(sources);
+    try {
+      const streams = await consoleKinesis(sources, clients).streams();
+      const resharded = streams.find((s) => s.name === name("Resharded"))!;
+      expect(resharded.shards.map((s) => [s.shardId, s.open, s.parentIds])).toEqual([
+        ["shardId-000000000000", false, []],
+        ["shardId-000000000001", true, ["shardId-000000000000"]],
+        ["shardId-000000000002", true, ["shardId-000000000000"]],
+      ]);
+      await until("the poison stream done", () => doneOrder("PoisonFn").get("x")?.length === 7);
+      const [poison] = (await consoleKinesis(sources, clients).streams()).find(
+        (s) => s.name === name("Poison"),
+      )!.mappings;
+      expect(poison).toMatchObject({
+        functionName: runtime.findFunction("PoisonFn").name,
+        discarded: 1,
+        destinationQueue: name("dlq"),
+        positions: [
+          {
+            shardId: "shardId-000000000000",
+            lastRead: sequences.get("Poison/x/7"),
+            lastDone: sequences.get("Poison/x/7"),
+            buffered: 0,
+          },
+        ],
+      });
+      expect(poison!.positions[0]!.iteratorAgeMs).toBeGreaterThanOrEqual(0);
+    } finally {
+      await clients.destroy();
+    }
   });
 
   it("refuses the mapping of a role without kinesis:GetRecords, and denies its GetRecords with AccessDeniedException", async () => {

@@ -3,6 +3,7 @@
  * consumers, imported streams' stand-ins, the Kinesis event source mapping, and IAM for the
  * Kinesis API.
  */
+import { at } from "../../console/route.ts";
 import { eventSourceOf, type LocalService } from "../localService.ts";
 import { kinesisAuthz } from "./enforcement.ts";
 import { kinesisEventSource } from "./eventSource.ts";
@@ -42,4 +43,5 @@ export const kinesisService: LocalService = {
         : undefined,
     ),
   ],
+  consoleRoutes: { reads: [at("api/kinesis", (p) => p.kinesis.streams())] },
 };
