@@ -1,6 +1,7 @@
 import { startDynamoDbLocal } from "./services/dynamodb/emulator.ts";
 import { type KafkaCluster, startKafkaCluster } from "./services/kafka/cluster.ts";
 import { startKafkaMock } from "./services/kafka/mock.ts";
+import { startKinesisLocal } from "./services/kinesis/emulator.ts";
 import { startSqsLocal } from "./services/sqs/emulator.ts";
 import { EMBEDDED_IDENTITY, hasUpstream, type Upstreams, upstreamIdentity } from "./upstreams.ts";
 
@@ -47,6 +48,8 @@ export interface Emulators {
   readonly dynamodb: ServiceEndpoint & { readonly streamsEndpoint: string };
   /** SQS: fauxqs, or the user's. */
   readonly sqs: ServiceEndpoint;
+  /** Kinesis: kinesis-local, when started (`EmulatorOptions.kinesis`). */
+  readonly kinesis: (ServiceEndpoint & { readonly startMs: number }) | undefined;
   /** Kafka: the substrate, its brokers' addresses, and the real cluster's handle. */
   readonly kafka: LocalKafka;
   /**
@@ -74,6 +77,8 @@ export interface EmulatorOptions {
   readonly upstreams?: Upstreams;
   /** DynamoDB Local with full JIT (`DynamoDbLocalOptions.fullJit`), for benchmarks. @default false */
   readonly fullJit?: boolean;
+  /** Start kinesis-local for Kinesis Data Streams (about 1 s and one Node process). @default true */
+  readonly kinesis?: boolean;
 }
 
 /** The region the emulators and the local runtime use. */
@@ -144,6 +149,10 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   const substrate = options.kafka ?? "mock";
   const up = options.upstreams ?? {};
   const kafkaBrokers = up.kafkaBrokers?.brokers;
+  // kinesis-local is a Node process, light beside the JVMs: it starts alongside them.
+  const kinesisStart = ((options.kinesis ?? true) ? startKinesisLocal() : Promise.resolve(undefined)).then(
+    (k) => (k ? { ...embedded(k), startMs: k.startMs } : undefined),
+  );
   // The real cluster's JVMs start after DynamoDB Local's: on two cores, up to five JVMs starting at
   // once starve one another past their start timeouts. The mock (kcat) starts alongside.
   const first = await Promise.allSettled([
@@ -168,11 +177,15 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     kafkaBrokers || substrate === "mock" || first.some((s) => s.status === "rejected")
       ? first
       : [...first, ...(await Promise.allSettled([startLocalKafka("real", options.kafkaBrokers ?? 1)]))];
-  const failure = started.find((s) => s.status === "rejected");
+  const [kinesisStarted] = await Promise.allSettled([kinesisStart]);
+  const failure = [...started, kinesisStarted].find((s) => s.status === "rejected");
   if (failure) {
-    await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
+    await Promise.all(
+      [...started, kinesisStarted].map((s) => (s.status === "fulfilled" ? s.value?.stop() : undefined)),
+    );
     throw (failure as PromiseRejectedResult).reason;
   }
+  const kinesis = (kinesisStarted as PromiseFulfilledResult<Emulators["kinesis"]>).value;
   const [ddb, sqs, kafka] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
     ServiceEndpoint,
     ServiceEndpoint,
@@ -187,6 +200,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       kafka.substrate === "real",
       dynamodb.streamsEndpoint,
     ),
+    ...(kinesis ? { AWS_ENDPOINT_URL_KINESIS: kinesis.endpoint } : {}),
     ...(hasUpstream(up) ? upstreamIdentity() : {}),
   };
   if (options.applyEnv !== false) Object.assign(process.env, env);
@@ -194,9 +208,10 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     dynamodb,
     sqs,
     kafka,
+    kinesis,
     env,
     stop: async () => {
-      await Promise.allSettled([dynamodb.stop(), sqs.stop(), kafka.stop()]);
+      await Promise.allSettled([dynamodb.stop(), sqs.stop(), kafka.stop(), kinesis?.stop()]);
     },
   };
 }

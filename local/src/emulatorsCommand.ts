@@ -23,6 +23,10 @@ export async function emulatorsCommand(args: readonly string[] = []): Promise<nu
   console.log(`emulators up in ${ms} ms (all on 127.0.0.1)`);
   console.log(`  DynamoDB + Streams  ${emulators.dynamodb.endpoint}`);
   console.log(`  SQS (fauxqs)        ${emulators.sqs.endpoint}`);
+  if (emulators.kinesis)
+    console.log(
+      `  Kinesis (kinesis-local) ${emulators.kinesis.endpoint}  (up in ${emulators.kinesis.startMs} ms)`,
+    );
   console.log(
     `  ${emulators.kafka.substrate === "real" ? "Kafka brokers     " : "Kafka mock brokers"}  ${emulators.kafka.brokers.join(",")}`,
   );

@@ -99,7 +99,9 @@ export function describeRuntime(
           ? m.queue.name
           : m.kind === "dynamodb"
             ? `${m.table.name} stream`
-            : m.topics.join(","),
+            : m.kind === "kinesis"
+              ? `Kinesis ${m.stream.name}`
+              : m.topics.join(","),
       )
       .concat(
         app.schedules.filter((s) => s.targets.some((t) => t.functionName === fn)).map((s) => s.expression),

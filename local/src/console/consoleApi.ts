@@ -215,6 +215,53 @@ export interface KafkaGroupLagDto {
   }>;
 }
 
+/** One shard of a Kinesis stream, as ListShards has it. */
+export interface KinesisShardDto {
+  readonly shardId: string;
+  readonly parentIds: readonly string[];
+  /** A closed shard (split or merged away) has an ending sequence number. */
+  readonly open: boolean;
+  readonly startingSequenceNumber: string;
+}
+
+/** Where one Kinesis mapping stands on one shard. */
+export interface KinesisPositionDto {
+  readonly shardId: string;
+  readonly lastRead?: string;
+  /** The highest sequence number processed or sent to the destination. */
+  readonly lastDone?: string;
+  readonly buffered: number;
+  /** The last GetRecords' MillisBehindLatest. */
+  readonly iteratorAgeMs?: number;
+  readonly closed: boolean;
+}
+
+/** A Kinesis mapping on a stream: its function, its position on each shard and what it gave up on. */
+export interface KinesisMappingDto {
+  readonly logicalId: string;
+  readonly functionName: string;
+  readonly consumer?: string;
+  readonly parallelizationFactor: number;
+  readonly positions: readonly KinesisPositionDto[];
+  readonly batches: number;
+  readonly functionErrors: number;
+  /** Records sent to the on-failure destination (metadata only: KinesisBatchInfo). */
+  readonly discarded: number;
+  /** The destination queue's name (its messages are in the Queues view). */
+  readonly destinationQueue?: string;
+}
+
+/** A Kinesis data stream with its shards and mappings. */
+export interface KinesisStreamDto {
+  readonly name: string;
+  readonly arn: string;
+  readonly mode?: string;
+  readonly retentionHours?: number;
+  readonly shards: readonly KinesisShardDto[];
+  readonly consumers: readonly string[];
+  readonly mappings: readonly KinesisMappingDto[];
+}
+
 /** A topic and its place in a retry ladder (`main`, `retry.5s`, ..., `DLQ`). */
 export interface KafkaTopicDto {
   readonly name: string;

@@ -26,7 +26,13 @@ export function triggersOf(app: LocalApp, fn: string): string[] {
   return app.mappings
     .filter((m) => m.functionName === fn)
     .map((m) =>
-      m.kind === "sqs" ? m.queue.name : m.kind === "dynamodb" ? `${m.table.name} stream` : m.topics.join(","),
+      m.kind === "sqs"
+        ? m.queue.name
+        : m.kind === "dynamodb"
+          ? `${m.table.name} stream`
+          : m.kind === "kinesis"
+            ? `Kinesis ${m.stream.name}`
+            : m.topics.join(","),
     )
     .concat(
       app.schedules.filter((s) => s.targets.some((t) => t.functionName === fn)).map((s) => s.expression),

@@ -10,6 +10,7 @@ import { disconnectAllKafkaProducers } from "reliable-consumers/kafka";
 import { consoleDedup } from "../services/dynamodb/consoleDedup.ts";
 import { consoleOutbox } from "../services/dynamodb/consoleOutbox.ts";
 import { consoleKafka } from "../services/kafka/consoleKafka.ts";
+import { consoleKinesis } from "../services/kinesis/consoleKinesis.ts";
 import { invocationTrail } from "../services/lambda/invocationTrail.ts";
 import { consoleQueues } from "../services/sqs/consoleQueues.ts";
 import type { ConsoleEvents, DenialDto } from "./consoleApi.ts";
@@ -46,6 +47,7 @@ export interface ConsoleParts {
   readonly outbox: ReturnType<typeof consoleOutbox>;
   readonly dedup: ReturnType<typeof consoleDedup>;
   readonly kafka: ReturnType<typeof consoleKafka>;
+  readonly kinesis: ReturnType<typeof consoleKinesis>;
   readonly functions: ReturnType<typeof consoleFunctions>;
   readonly trail: ReturnType<typeof invocationTrail> | undefined;
   trace(id: string): ReturnType<typeof traceOf>;
@@ -131,6 +133,7 @@ function partsOf(sources: ConsoleSources): ConsoleParts {
     outbox,
     dedup,
     kafka: consoleKafka(sources.app, clients),
+    kinesis: consoleKinesis(sources, clients),
     functions: consoleFunctions(sources),
     trail,
     trace: (id) => traceOf({ sources, trail, queues, outbox, dedup }, id),

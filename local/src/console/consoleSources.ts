@@ -4,6 +4,7 @@
  * anything: every figure is asked of the emulators or read from the functions' telemetry.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { KinesisClient } from "@aws-sdk/client-kinesis";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import { LAMBDA_ENV } from "reliable-consumers/cdk";
@@ -12,6 +13,7 @@ import { createSqsClient } from "reliable-consumers/sqs";
 import type { DenialLog } from "../enforcement/denials.ts";
 import type { LocalApp, LocalFunction } from "../runtime/model.ts";
 import type { FunctionHost } from "../services/lambda/functionHost.ts";
+import type { EventSource } from "../services/sqs/eventSource.ts";
 import type { TelemetryHub } from "./telemetryHub.ts";
 
 /** The console's inputs: an app run by `reliable-consumers local`, or the bare emulators. */
@@ -22,6 +24,8 @@ export interface ConsoleSources {
   readonly denials?: DenialLog;
   readonly telemetry?: TelemetryHub;
   readonly enforceIam?: boolean;
+  /** The running event source mappings (their positions: the Kinesis view). */
+  readonly eventSources?: readonly EventSource[];
   /** The emulators' own endpoints (AWS_ENDPOINT_URL_*, KAFKA_BROKERS): their inspection APIs. */
   readonly emulatorEnv: Readonly<Record<string, string>>;
   /**
@@ -40,6 +44,8 @@ export interface ConsoleClients {
   readonly sqsEmulatorEndpoint: string | undefined;
   /** The brokers, when there is a Kafka. */
   readonly kafka: KafkaConnectionConfig | undefined;
+  /** Kinesis, when there is one (AWS_ENDPOINT_URL_KINESIS). */
+  readonly kinesis: KinesisClient | undefined;
   admin(): Promise<Admin | undefined>;
   destroy(): Promise<void>;
 }
@@ -59,6 +65,9 @@ export function consoleClients(sources: ConsoleSources): ConsoleClients {
     ddb: new DynamoDBClient({ region, ...at(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL) }),
     sqsEmulatorEndpoint: sources.emulatorEnv.AWS_ENDPOINT_URL_SQS ?? sources.emulatorEnv.AWS_ENDPOINT_URL,
     kafka,
+    kinesis: env.AWS_ENDPOINT_URL_KINESIS
+      ? new KinesisClient({ region, endpoint: env.AWS_ENDPOINT_URL_KINESIS })
+      : undefined,
     admin() {
       if (!kafka) return Promise.resolve(undefined);
       admin ??= (async () => {
@@ -73,6 +82,7 @@ export function consoleClients(sources: ConsoleSources): ConsoleClients {
       await a?.disconnect().catch(() => undefined);
       this.sqs.destroy();
       this.ddb.destroy();
+      this.kinesis?.destroy();
     },
   };
 }

@@ -55,6 +55,7 @@ export function consoleForRuntime(
     sources: {
       app: runtime.app,
       host: runtime.host,
+      eventSources: runtime.eventSources,
       denials: runtime.denials,
       telemetry,
       enforceIam: runtime.enforcement.enforceIam,

@@ -10,6 +10,7 @@
 import { Agent, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AccessModel } from "../services/iam/accessModel.ts";
 import type { IamEvaluator } from "../services/iam/iamEvaluator.ts";
+import { type KinesisGatewayStage, kinesisGatewayStage } from "../services/kinesis/enforcement.ts";
 import { type SqsGatewayStages, sqsGatewayStages } from "../services/sqs/gatewayStages.ts";
 import type { DenialLog } from "./denials.ts";
 import {
@@ -31,6 +32,7 @@ export interface GatewayUpstreams {
   readonly sqs?: string;
   readonly dynamodb?: string;
   readonly streams?: string;
+  readonly kinesis?: string;
   readonly glue?: string;
   readonly secretsmanager?: string;
 }
@@ -69,6 +71,7 @@ interface GatewayStages {
   readonly tally: (service: GatewayService, operation: string | undefined) => void;
   readonly iam: GatewayIam;
   readonly sqs: SqsGatewayStages;
+  readonly kinesis: KinesisGatewayStage;
   readonly agent: Agent;
 }
 
@@ -109,6 +112,7 @@ async function handle(
       body = screened.body;
       rewrite = stages.sqs.answer(what.operation, screened.failed);
     }
+    if (service === "kinesis") rewrite = stages.kinesis.answer(what.operation, what.json);
   }
   forwardRequest(req, res, body, upstream, stages.agent, rewrite);
 }
@@ -123,11 +127,13 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
     sqs: 0,
     dynamodb: 0,
     streams: 0,
+    kinesis: 0,
     glue: 0,
     secretsmanager: 0,
   };
   const operations = new Map<string, number>();
   let origin = "";
+  const kinesis = kinesisGatewayStage(options.region, options.accountId);
   const stages: GatewayStages = {
     tally(service, operation) {
       counts[service]++;
@@ -135,9 +141,10 @@ export async function startAwsGateway(options: AwsGatewayOptions): Promise<AwsGa
       const op = `${service}:${operation}`;
       operations.set(op, (operations.get(op) ?? 0) + 1);
     },
-    iam: createGatewayIam({ ...options, now }),
+    iam: createGatewayIam({ ...options, now, iteratorStream: (it) => kinesis.iterators.streamOf(it) }),
     // Queue URLs name the runtime's listener, whichever listener handed them out.
     sqs: sqsGatewayStages(now, () => origin),
+    kinesis,
     agent: new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY }),
   };
   const listen = (upstreams: GatewayUpstreams) =>

@@ -2,6 +2,10 @@
  * The AWS gateway's HTTP plumbing, the same for every service: its listeners, reading a body,
  * answering an error or a JSON document itself, and forwarding a call to an emulator with the
  * answer piped back (or rewritten on the way, when a service's stage asks for it).
+ *
+ * A listener speaks HTTP/1.1 and cleartext HTTP/2 on one port: the SDK's Kinesis client always
+ * uses HTTP/2 (NodeHttp2Handler, for SubscribeToShard), which on an `http://` endpoint means HTTP/2
+ * with prior knowledge; the other clients use HTTP/1.1. The first bytes of a connection tell which.
  */
 import {
   type Agent,
@@ -11,7 +15,13 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createHttp2Server, type Http2Server } from "node:http2";
+import {
+  type AddressInfo,
+  createServer as createNetServer,
+  type Server as NetServer,
+  type Socket,
+} from "node:net";
 import { type GatewayService, renderServiceError, type ServiceError } from "./serviceError.ts";
 
 /** An emulator's answer (JSON text) as the caller gets it; `status` is the emulator's HTTP status. */
@@ -56,17 +66,25 @@ export function forwardRequest(
   rewrite: AnswerRewrite | undefined,
 ): void {
   const target = new URL(req.url ?? "/", upstream);
-  const headers = { ...req.headers, host: target.host, "content-length": String(body.length) };
+  const headers = {
+    ...withoutHeaders(req.headers, (name) => name.startsWith(":")),
+    host: target.host,
+    "content-length": String(body.length),
+  };
+  // HTTP/2 has no connection-specific headers (RFC 9113 §8.2.2): drop them from the emulator's answer.
+  const h2 = req.httpVersionMajor === 2;
+  const answerHeaders = (up: IncomingMessage) =>
+    h2 ? withoutHeaders(up.headers, (name) => CONNECTION_HEADERS.has(name)) : up.headers;
   const out = request(target, { method: req.method, headers, agent }, (up) => {
     if (!rewrite) {
-      res.writeHead(up.statusCode ?? 502, up.headers);
+      res.writeHead(up.statusCode ?? 502, answerHeaders(up));
       up.pipe(res);
       return;
     }
     readBody(up).then(
       (raw) => {
         const text = rewrite(raw.toString("utf8"), up.statusCode);
-        const { "transfer-encoding": _, ...rest } = up.headers;
+        const { "transfer-encoding": _, ...rest } = answerHeaders(up);
         res.writeHead(up.statusCode ?? 502, { ...rest, "content-length": Buffer.byteLength(text) });
         res.end(text);
       },
@@ -80,9 +98,28 @@ export function forwardRequest(
   out.end(body);
 }
 
+const CONNECTION_HEADERS = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+function withoutHeaders<H extends Record<string, unknown>>(headers: H, drop: (name: string) => boolean): H {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !drop(name))) as H;
+}
+
+/** HTTP/2's connection preface starts so (RFC 9113 §3.4). */
+const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
+
 /** A gateway listener on 127.0.0.1 and its `http://127.0.0.1:<port>`. */
 export interface GatewayListener {
+  /** The port's listener, which hands each connection to `server` (HTTP/1.1) or `http2`. */
+  readonly listener: NetServer;
   readonly server: Server;
+  readonly http2: Http2Server;
+  readonly sockets: Set<Socket>;
   readonly origin: string;
 }
 
@@ -103,19 +140,41 @@ export async function listenGateway(
   server.requestTimeout = 0;
   server.headersTimeout = 0;
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  server.unref();
-  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  const http2 = createHttp2Server();
+  http2.on("request", (req, res) => server.emit("request", req, res));
+  const sockets = new Set<Socket>();
+  const listener = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.once("readable", () => {
+      const head = socket.read() as Buffer | null;
+      if (head === null) return void socket.end();
+      socket.unshift(head);
+      const h2 = head.subarray(0, HTTP2_PREFACE.length).equals(HTTP2_PREFACE);
+      (h2 ? http2 : server).emit("connection", socket);
+    });
+  });
+  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+  listener.unref();
+  return {
+    listener,
+    server,
+    http2,
+    sockets,
+    origin: `http://127.0.0.1:${(listener.address() as AddressInfo).port}`,
+  };
 }
 
 /** Closes the listeners, dropping their open connections (idle keep-alives and long polls alike). */
 export async function closeGateway(listeners: readonly GatewayListener[]): Promise<void> {
   await Promise.all(
     listeners.map(
-      ({ server }) =>
+      ({ listener, server, http2, sockets }) =>
         new Promise<void>((resolve) => {
-          server.close(() => resolve());
+          listener.close(() => resolve());
           server.closeAllConnections();
+          http2.close();
+          for (const socket of sockets) socket.destroy();
         }),
     ),
   );

@@ -6,6 +6,7 @@
 import { type AccessModel, accessKeyOf, type FunctionPrincipal } from "../services/iam/accessModel.ts";
 import { grantAdvice } from "../services/iam/grantAdvice.ts";
 import type { IamEvaluator } from "../services/iam/iamEvaluator.ts";
+import { streamArnOf } from "../services/kinesis/enforcement.ts";
 import type { GatewayContext } from "../services/localService.ts";
 import { queueArns } from "../services/sqs/queueUrls.ts";
 import type { DenialLog } from "./denials.ts";
@@ -26,6 +27,8 @@ export interface GatewayIamOptions {
   readonly denials: DenialLog;
   /** The clock denials are stamped with (epoch ms). */
   readonly now: () => number;
+  /** The stream a Kinesis shard iterator handed out by the gateway reads. */
+  readonly iteratorStream: (iterator: string) => string | undefined;
 }
 
 /** The IAM stage of one gateway: nobody is checked until `enforce`. */
@@ -58,6 +61,8 @@ export function createGatewayIam(options: GatewayIamOptions): GatewayIam {
         queueArnOfUrl: queues.queueArnOfUrl,
         queueArnOfName: queues.queueArnOfName,
         tableArn: arns.tableArn,
+        streamArnOfName: (name) => streamArnOf(region, accountId, name),
+        streamOfIterator: options.iteratorStream,
         keyOf: (arn) => access.encryption.get(arn)?.keyArn,
       };
       const byKey = new Map(access.principals.map((p) => [p.credentials.accessKeyId, p]));

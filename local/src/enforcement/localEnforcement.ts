@@ -61,6 +61,7 @@ const ENDPOINT_VARS: ReadonlyArray<[variable: string, service: keyof GatewayUpst
   ["AWS_ENDPOINT_URL_SQS", "sqs"],
   ["AWS_ENDPOINT_URL_DYNAMODB", "dynamodb"],
   ["AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "streams"],
+  ["AWS_ENDPOINT_URL_KINESIS", "kinesis"],
   ["AWS_ENDPOINT_URL_GLUE", "glue"],
   ["AWS_ENDPOINT_URL_SECRETS_MANAGER", "secretsmanager"],
 ];

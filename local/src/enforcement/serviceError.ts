@@ -2,7 +2,7 @@
  * Errors the gateway answers itself, in each service's own JSON-protocol shape, so the SDK raises
  * the exception class (and `name`) it would raise on AWS.
  */
-export type GatewayService = "sqs" | "dynamodb" | "streams" | "glue" | "secretsmanager";
+export type GatewayService = "sqs" | "dynamodb" | "streams" | "kinesis" | "glue" | "secretsmanager";
 
 export interface ServiceError {
   readonly status: number;
@@ -17,6 +17,7 @@ const TYPE_PREFIX: Record<GatewayService, string> = {
   sqs: "com.amazonaws.sqs#",
   dynamodb: "com.amazonaws.dynamodb.v20120810#",
   streams: "com.amazonaws.dynamodb.v20120810#",
+  kinesis: "",
   glue: "",
   secretsmanager: "",
 };

@@ -1,5 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { KinesisClient } from "@aws-sdk/client-kinesis";
 import { generateAuthTokenFromCredentialsProvider } from "aws-msk-iam-sasl-signer-js";
 import { type ISocketFactory, Kafka, logLevel, type SASLOptions } from "kafkajs";
 // The library's kafkajs 2.2.4 fixes are side effects of its Kafka entry point (lib/kafka/config.ts).
@@ -112,7 +113,11 @@ export interface LocalRuntimeOptions {
 }
 
 /** An SDK client the local runtime itself uses, as `LocalRuntimeOptions.instrument` receives it. */
-export type RuntimeClient = DynamoDBClient | DynamoDBStreamsClient | ReturnType<typeof createSqsClient>;
+export type RuntimeClient =
+  | DynamoDBClient
+  | DynamoDBStreamsClient
+  | KinesisClient
+  | ReturnType<typeof createSqsClient>;
 
 /** A running local runtime: the materialised app, its function host and triggers. */
 export interface LocalRuntime {
@@ -149,6 +154,7 @@ const EMULATOR_VARS = [
   "AWS_ENDPOINT_URL",
   "AWS_ENDPOINT_URL_DYNAMODB",
   "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
+  "AWS_ENDPOINT_URL_KINESIS",
   "AWS_ENDPOINT_URL_SQS",
   "AWS_ENDPOINT_URL_GLUE",
   "AWS_ENDPOINT_URL_SECRETS_MANAGER",
@@ -203,6 +209,8 @@ interface AwsClients {
   readonly sqs: ReturnType<typeof createSqsClient>;
   readonly ddb: DynamoDBClient;
   readonly streams: DynamoDBStreamsClient;
+  /** `undefined` when there is no local Kinesis (no AWS_ENDPOINT_URL_KINESIS). */
+  readonly kinesis: KinesisClient | undefined;
 }
 
 /** SDK clients on the gateway: the runtime's own (no credentials given), or a role session's. */
@@ -218,8 +226,11 @@ function awsClients(
     sqs: createSqsClient({ ...base, ...at(env.AWS_ENDPOINT_URL_SQS) }),
     ddb: new DynamoDBClient({ ...base, ...at(env.AWS_ENDPOINT_URL_DYNAMODB) }),
     streams: new DynamoDBStreamsClient({ ...base, ...at(env.AWS_ENDPOINT_URL_DYNAMODB_STREAMS) }),
+    kinesis: env.AWS_ENDPOINT_URL_KINESIS
+      ? new KinesisClient({ ...base, endpoint: env.AWS_ENDPOINT_URL_KINESIS })
+      : undefined,
   };
-  for (const c of [clients.sqs, clients.ddb, clients.streams]) instrument?.(c);
+  for (const c of [clients.sqs, clients.ddb, clients.streams, clients.kinesis]) if (c) instrument?.(c);
   return clients;
 }
 
@@ -296,6 +307,7 @@ function materialiseFor(
     ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
     sqs: admin.sqs,
     dynamodb: admin.ddb,
+    ...(admin.kinesis ? { kinesis: admin.kinesis } : {}),
   });
 }
 
@@ -360,6 +372,7 @@ function mappingIdentities(
         c.sqs.destroy();
         c.ddb.destroy();
         c.streams.destroy();
+        c.kinesis?.destroy();
       }
     },
   };
@@ -421,7 +434,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       region,
       ...(credentials ? { credentials } : {}),
     };
-    const ctx = { host, sqs: c.sqs, streams: c.streams, kafka, region, clock, registryAccess };
+    const roleArn = app.access.principals.find((p) => p.functionName === m.functionName)?.roleArn;
+    const ctx = {
+      host,
+      sqs: c.sqs,
+      streams: c.streams,
+      kinesis: c.kinesis,
+      roleArn,
+      kafka,
+      region,
+      clock,
+      registryAccess,
+    };
     return factories.find((f) => f.kind === m.kind)?.create(m, ctx);
   };
   for (const m of app.mappings) {
@@ -431,7 +455,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       app.report.unsupported.push({
         logicalId: m.logicalId,
         type: "AWS::Lambda::EventSourceMapping",
-        detail: "no local Kafka (KAFKA_BROKERS)",
+        detail:
+          m.kind === "kinesis"
+            ? "no local Kinesis (AWS_ENDPOINT_URL_KINESIS)"
+            : "no local Kafka (KAFKA_BROKERS)",
       });
   }
   for (const s of app.schedules) {

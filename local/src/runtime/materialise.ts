@@ -1,4 +1,5 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { KinesisClient } from "@aws-sdk/client-kinesis";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 // The library's kafkajs 2.2.4 fixes are side effects of its Kafka entry point (lib/kafka/config.ts).
@@ -40,6 +41,8 @@ export interface MaterialiseOptions {
   readonly kafkaEnvRewrites?: Readonly<Record<string, string>>;
   readonly sqs?: SQSClient;
   readonly dynamodb?: DynamoDBClient;
+  /** The client Kinesis streams are made with. @default none: Kinesis resources are reported unsupported */
+  readonly kinesis?: KinesisClient;
   /** Makes this run's local credentials its own (several runtimes on one set of emulators). @default a random salt */
   readonly credentialSalt?: string;
 }
@@ -133,6 +136,7 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     kafkaRewrites: options.kafkaEnvRewrites ?? { MSK_IAM_AUTH: "false", KAFKA_SSL: "false" },
     sqs: options.sqs ?? createSqsClient(),
     ddb: options.dynamodb ?? new DynamoDBClient({}),
+    kinesis: options.kinesis,
     kafkaAdmin: admin.get,
   });
   const resources = template.Resources ?? {};
@@ -190,6 +194,8 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     queues: s.queues,
     tables: s.tables,
     topics: s.topics,
+    streams: s.streams,
+    streamConsumers: s.streamConsumers,
     functions: s.functions,
     mappings: s.mappings,
     schedules: s.schedules,

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { KinesisClient } from "@aws-sdk/client-kinesis";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Admin } from "kafkajs";
 import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
@@ -8,6 +9,8 @@ import type {
   LocalFunction,
   LocalQueue,
   LocalSchedule,
+  LocalStream,
+  LocalStreamConsumer,
   LocalTable,
   LocalTopic,
   MaterialisationReport,
@@ -36,6 +39,8 @@ export interface MaterialiseState {
   readonly kafkaRewrites: Readonly<Record<string, string>>;
   readonly sqs: SQSClient;
   readonly ddb: DynamoDBClient;
+  /** The Kinesis client streams are made with; `undefined` when there is no local Kinesis. */
+  readonly kinesis: KinesisClient | undefined;
   readonly ctx: ResolveContext;
   readonly report: MaterialisationReport;
   readonly done: Map<string, Materialised>;
@@ -43,6 +48,8 @@ export interface MaterialiseState {
   readonly queues: LocalQueue[];
   readonly tables: LocalTable[];
   readonly topics: LocalTopic[];
+  readonly streams: LocalStream[];
+  readonly streamConsumers: LocalStreamConsumer[];
   readonly functions: LocalFunction[];
   readonly mappings: LocalEventSourceMapping[];
   readonly schedules: LocalSchedule[];
@@ -81,6 +88,7 @@ export type StateInputs = Pick<
   | "kafkaRewrites"
   | "sqs"
   | "ddb"
+  | "kinesis"
   | "kafkaAdmin"
 >;
 
@@ -144,6 +152,8 @@ export function createState(inputs: StateInputs): MaterialiseState {
     queues: [],
     tables: [],
     topics: [],
+    streams: [],
+    streamConsumers: [],
     functions: [],
     mappings: [],
     schedules: [],

@@ -27,6 +27,29 @@ export interface LocalTable {
   readonly ttlAttribute?: string;
 }
 
+/** A Kinesis data stream on kinesis-local (`AWS::Kinesis::Stream`, or a stand-in for an imported one). */
+export interface LocalStream {
+  /** The template's logical id; for a stand-in, the ARN it stands in for (`importedArn`). */
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  /** Open shards at creation (on-demand streams start with 4, as on AWS). */
+  readonly shardCount: number;
+  readonly mode: "PROVISIONED" | "ON_DEMAND";
+  /** @default 24 */
+  readonly retentionHours: number;
+  /** Set on a local stand-in for a stream the template uses but does not create (`Stream.fromStreamArn`). */
+  readonly importedArn?: string;
+}
+
+/** An enhanced fan-out consumer of a stream (`AWS::Kinesis::StreamConsumer`). */
+export interface LocalStreamConsumer {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  readonly streamArn: string;
+}
+
 export interface LocalTopic {
   readonly logicalId: string;
   readonly name: string;
@@ -82,7 +105,10 @@ export interface StreamMappingOptions {
   readonly maximumRetryAttempts: number;
   /** -1 = no limit. */
   readonly maximumRecordAgeSeconds: number;
-  readonly startingPosition: "TRIM_HORIZON" | "LATEST";
+  /** AT_TIMESTAMP: Kinesis only (`startingPositionTimestamp`). */
+  readonly startingPosition: "TRIM_HORIZON" | "LATEST" | "AT_TIMESTAMP";
+  /** AT_TIMESTAMP's instant, epoch seconds. */
+  readonly startingPositionTimestamp?: number;
   readonly onFailure?: OnFailureDestination;
 }
 
@@ -90,6 +116,17 @@ export interface DynamoDbMapping extends EventSourceMappingBase, StreamMappingOp
   readonly kind: "dynamodb";
   readonly table: LocalTable;
   readonly streamArn: string;
+  readonly parallelizationFactor: number;
+}
+
+/** A Kinesis data stream (or an enhanced fan-out consumer of one) → the local shard reader. */
+export interface KinesisMapping extends EventSourceMappingBase, StreamMappingOptions {
+  readonly kind: "kinesis";
+  readonly stream: LocalStream;
+  readonly streamArn: string;
+  /** Set when `EventSourceArn` names a stream consumer (enhanced fan-out). */
+  readonly consumerArn?: string;
+  /** Concurrent batches per shard, records of one partition key in order (1–10). */
   readonly parallelizationFactor: number;
 }
 
@@ -114,7 +151,7 @@ export interface KafkaMapping extends EventSourceMappingBase, StreamMappingOptio
   readonly schemaRegistry?: KafkaMappingSchemaRegistry;
 }
 
-export type LocalEventSourceMapping = SqsMapping | DynamoDbMapping | KafkaMapping;
+export type LocalEventSourceMapping = SqsMapping | DynamoDbMapping | KafkaMapping | KinesisMapping;
 
 export interface LocalSchedule {
   readonly logicalId: string;
@@ -163,6 +200,9 @@ export interface LocalApp {
   readonly queues: LocalQueue[];
   readonly tables: LocalTable[];
   readonly topics: LocalTopic[];
+  /** Kinesis data streams, and their enhanced fan-out consumers. */
+  readonly streams: LocalStream[];
+  readonly streamConsumers: LocalStreamConsumer[];
   readonly functions: LocalFunction[];
   readonly mappings: LocalEventSourceMapping[];
   readonly schedules: LocalSchedule[];

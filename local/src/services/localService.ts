@@ -6,6 +6,7 @@
  */
 
 import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import type { KinesisClient } from "@aws-sdk/client-kinesis";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Kafka } from "kafkajs";
 import type { ConsoleRoutes } from "../console/route.ts";
@@ -36,7 +37,11 @@ export interface GatewayContext {
   queueArnOfName(name: string, account?: string): string;
   /** A table's ARN by its local name. */
   tableArn(name: string): string;
-  /** The customer-managed KMS key of a queue or table, if any. */
+  /** A Kinesis stream's ARN by its name. */
+  streamArnOfName(name: string): string;
+  /** The stream a Kinesis shard iterator the gateway handed out reads. */
+  streamOfIterator(iterator: string): string | undefined;
+  /** The customer-managed KMS key of a queue, table or stream, if any. */
   keyOf(resourceArn: string): string | undefined;
 }
 
@@ -52,6 +57,10 @@ export interface MappingContext {
   readonly host: FunctionHost;
   readonly sqs: SQSClient;
   readonly streams: DynamoDBStreamsClient;
+  /** The function's Kinesis client, when there is a local Kinesis. */
+  readonly kinesis: KinesisClient | undefined;
+  /** The function's execution role ARN (a Kinesis record's `invokeIdentityArn`). */
+  readonly roleArn: string | undefined;
   /** The function's Kafka client, when there is a local Kafka. */
   readonly kafka: Kafka | undefined;
   readonly region: string;

@@ -5,6 +5,7 @@
 import { dynamodbService } from "./dynamodb/service.ts";
 import { iamService } from "./iam/service.ts";
 import { kafkaService } from "./kafka/service.ts";
+import { kinesisService } from "./kinesis/service.ts";
 import { lambdaService } from "./lambda/service.ts";
 import type { LocalService } from "./localService.ts";
 import { schedulerService } from "./scheduler/service.ts";
@@ -15,6 +16,7 @@ export const SERVICES: readonly LocalService[] = [
   sqsService,
   dynamodbService,
   kafkaService,
+  kinesisService,
   lambdaService,
   iamService,
   schedulerService,

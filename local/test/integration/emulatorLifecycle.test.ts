@@ -21,9 +21,10 @@ async function startCli(
     });
     child.once("exit", (code) => reject(new Error(`emulators CLI exited (${code}):\n${output}`)));
   });
-  const children = execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(child.pid)], { encoding: "utf8" })
+  // By command line: Node 24 names its main thread, so kinesis-local's `comm` is "MainThread".
+  const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(child.pid)], { encoding: "utf8" })
     .split("\n")
-    .filter((l) => /java|kcat/.test(l))
+    .filter((l) => /^\s*\d+\s+(\S*\/)?(java|kcat)\s|kinesis-local\/main\.js/.test(l))
     .map((l) => Number(l.trim().split(/\s+/)[0]));
   return { cli: child, children, output };
 }
@@ -48,14 +49,16 @@ describe("emulator lifecycle (npm run emulators)", () => {
     expect(output).toMatch(/DynamoDB \+ Streams\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output).toMatch(/SQS \(fauxqs\)\s+http:\/\/127\.0\.0\.1:\d+/);
     expect(output).toMatch(/Kafka mock brokers\s+127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+/);
-    expect(children).toHaveLength(2); // java (DynamoDB Local) and kcat; fauxqs runs in-process
+    expect(output).toMatch(/Kinesis \(kinesis-local\)\s+http:\/\/127\.0\.0\.1:\d+/);
+    // java (DynamoDB Local), kcat and node (kinesis-local); fauxqs runs in-process
+    expect(children).toHaveLength(3);
     cli.kill("SIGINT");
     expect(await gone([cli.pid!, ...children])).toBe(true);
   });
 
   it("leaves no orphan even when the parent is killed with SIGKILL", async () => {
     const { cli, children } = await startCli();
-    expect(children).toHaveLength(2);
+    expect(children).toHaveLength(3);
     cli.kill("SIGKILL"); // no handler runs: the children notice their stdin pipe closing
     expect(await gone(children)).toBe(true);
   });
@@ -69,7 +72,7 @@ describe("emulator lifecycle with the real Kafka broker (npm run emulators -- --
   it("runs one Kafka broker on 127.0.0.1 and stops it with the rest on Ctrl-C (SIGINT)", async () => {
     const { cli, children, output } = await startCli(["--kafka", "real"]);
     expect(output).toMatch(/Kafka brokers\s+127\.0\.0\.1:\d+\n/);
-    expect(children).toHaveLength(2); // java (DynamoDB Local) and java (the Kafka broker)
+    expect(children).toHaveLength(3); // java (DynamoDB Local), java (the Kafka broker), node (kinesis-local)
     expect(children.filter(brokerListens)).toHaveLength(1);
     cli.kill("SIGINT");
     expect(await gone([cli.pid!, ...children])).toBe(true);
@@ -78,6 +81,7 @@ describe("emulator lifecycle with the real Kafka broker (npm run emulators -- --
   it("leaves no broker behind when the parent is killed with SIGKILL", async () => {
     const { cli, children } = await startCli(["--kafka=real"]);
     const broker = children.filter(brokerListens);
+    expect(children).toHaveLength(3);
     expect(broker).toHaveLength(1);
     cli.kill("SIGKILL"); // GuardedKafka halts the JVM when its stdin pipe closes
     expect(await gone(children)).toBe(true);

@@ -16,6 +16,8 @@ describe("the service registry", () => {
         "AWS::SQS::Queue",
         "AWS::DynamoDB::Table",
         "AWS::MSK::Topic",
+        "AWS::Kinesis::Stream",
+        "AWS::Kinesis::StreamConsumer",
         "AWS::Lambda::Function",
         "AWS::Lambda::EventSourceMapping",
         "AWS::Events::Rule",
@@ -23,7 +25,7 @@ describe("the service registry", () => {
     );
     expect(repeated(SERVICES.flatMap((s) => (s.gateway ?? []).map((g) => g.targetPrefix)))).toEqual([]);
     const kinds = SERVICES.flatMap((s) => (s.eventSources ?? []).map((e) => e.kind));
-    expect([...kinds].sort()).toEqual(["dynamodb", "kafka", "sqs"]);
+    expect([...kinds].sort()).toEqual(["dynamodb", "kafka", "kinesis", "sqs"]);
     expect(repeated(SERVICES.map((s) => s.name))).toEqual([]);
   });
 

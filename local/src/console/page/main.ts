@@ -7,6 +7,7 @@ import { dedupView } from "../../services/dynamodb/page/dedupView.ts";
 import { outboxView } from "../../services/dynamodb/page/outboxView.ts";
 import { denialsView } from "../../services/iam/page/denialsView.ts";
 import { kafkaLettersView, kafkaView } from "../../services/kafka/page/kafkaView.ts";
+import { kinesisView } from "../../services/kinesis/page/kinesisView.ts";
 import { functionsView, functionView } from "../../services/lambda/page/functionsView.ts";
 import { queuesView, queueView } from "../../services/sqs/page/queuesView.ts";
 import type { OverviewDto } from "../consoleApi.ts";
@@ -23,6 +24,7 @@ const VIEWS: Readonly<Record<string, { list: ViewFactory; one?: ViewFactory; tit
   functions: { list: functionsView, one: functionView, title: "Functions" },
   outbox: { list: outboxView, title: "Outbox" },
   kafka: { list: kafkaView, one: kafkaLettersView, title: "Kafka" },
+  kinesis: { list: kinesisView, title: "Kinesis" },
   dedup: { list: dedupView, title: "Dedup" },
   denials: { list: denialsView, title: "Denials" },
   trace: { list: traceView, one: traceView, title: "Trace" },

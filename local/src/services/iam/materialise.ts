@@ -204,7 +204,7 @@ function functionPermission(
   }
 }
 
-/** Queues and tables encrypted with a customer-managed key of the template. */
+/** Queues, tables and Kinesis streams encrypted with a customer-managed key of the template. */
 function encryptedResources(s: MaterialiseState): Map<string, EncryptedResource> {
   const out = new Map<string, EncryptedResource>();
   const resources = s.template.Resources ?? {};
@@ -215,6 +215,11 @@ function encryptedResources(s: MaterialiseState): Map<string, EncryptedResource>
   for (const q of s.queues) {
     const key = customerKey(resources[q.logicalId]?.Properties?.KmsMasterKeyId);
     if (key) out.set(q.arn, { resourceArn: q.arn, keyArn: key });
+  }
+  for (const k of s.streams) {
+    const enc = resources[k.logicalId]?.Properties?.StreamEncryption as { KeyId?: unknown } | undefined;
+    const key = customerKey(enc?.KeyId);
+    if (key) out.set(k.arn, { resourceArn: k.arn, keyArn: key });
   }
   for (const t of s.tables) {
     const sse = resources[t.logicalId]?.Properties?.SSESpecification as
@@ -240,6 +245,8 @@ function constructPaths(s: MaterialiseState): Map<string, string> {
     if (t.streamArn) out.set(t.streamArn, pathOf(t.logicalId));
   }
   for (const f of s.functions) out.set(f.arn, pathOf(f.logicalId));
+  for (const k of s.streams) if (!k.importedArn) out.set(k.arn, pathOf(k.logicalId));
+  for (const c of s.streamConsumers) out.set(c.arn, pathOf(c.logicalId));
   return out;
 }
 

@@ -37,20 +37,30 @@ function onFailureOf({ id, p, s }: MappingInput): OnFailureDestination | undefin
 }
 
 /** Retry, bisect, record age, starting position and on-failure destination of a stream or Kafka mapping. */
-function streamOptions(input: MappingInput, defaults: { retry: number }): StreamMappingOptions {
-  const { p } = input;
+function streamOptions(
+  input: MappingInput,
+  defaults: { retry: number; atTimestamp?: boolean },
+): StreamMappingOptions {
+  const { id, p, s } = input;
   const onFailure = onFailureOf(input);
   let retries = num(p.MaximumRetryAttempts, defaults.retry);
   if (retries === -1 && onFailure?.kind === "kafka") retries = 10; // documented: infinite + Kafka destination → 10
   const start = String(p.StartingPosition ?? "TRIM_HORIZON");
-  if (start !== "TRIM_HORIZON" && start !== "LATEST")
+  const timestamp =
+    start === "AT_TIMESTAMP" && defaults.atTimestamp
+      ? Number(resolveValue(p.StartingPositionTimestamp, s.ctx, `${id}.StartingPositionTimestamp`))
+      : undefined;
+  if (start !== "TRIM_HORIZON" && start !== "LATEST" && timestamp === undefined)
     throw new Error(`StartingPosition ${start} is not emulated`);
+  if (timestamp !== undefined && !Number.isFinite(timestamp))
+    throw new Error(`${id}: AT_TIMESTAMP needs StartingPositionTimestamp (epoch seconds)`);
   return {
     bisectBatchOnFunctionError:
       p.BisectBatchOnFunctionError === true || p.BisectBatchOnFunctionError === "true",
     maximumRetryAttempts: retries,
     maximumRecordAgeSeconds: num(p.MaximumRecordAgeInSeconds, -1),
-    startingPosition: start,
+    startingPosition: start as StreamMappingOptions["startingPosition"],
+    ...(timestamp !== undefined ? { startingPositionTimestamp: timestamp } : {}),
     ...(onFailure ? { onFailure } : {}),
   };
 }
@@ -95,6 +105,41 @@ const dynamodbMapping: MappingMaterialiser = (input) => {
       parallelizationFactor: pf,
     },
     detail: `DynamoDB stream ${table.name} → ${base.functionName}`,
+  };
+};
+
+/**
+ * A Kinesis stream, or an enhanced fan-out consumer of one → the local shard reader. Defaults as
+ * "Lambda parameters for Amazon Kinesis Data Streams event source mappings": BatchSize 100 (at most
+ * 10,000), no batching window, retries and record age unbounded, ParallelizationFactor 1 (at most 10).
+ */
+const kinesisMapping: MappingMaterialiser = (input) => {
+  const { id, p, base, sourceArn, s } = input;
+  if (!sourceArn) return undefined;
+  const consumer = s.streamConsumers.find((c) => c.arn === sourceArn);
+  const stream = s.streams.find((t) => t.arn === (consumer?.streamArn ?? sourceArn));
+  if (!stream) return undefined;
+  const pf = num(p.ParallelizationFactor, 1);
+  if (!Number.isInteger(pf) || pf < 1 || pf > 10)
+    throw new Error(`${id}: ParallelizationFactor ${pf} is outside 1–10`);
+  if (p.TumblingWindowInSeconds) throw new Error("tumbling windows are not emulated");
+  if (consumer)
+    s.note(
+      `${id}: enhanced fan-out (${consumer.name}) is read with GetRecords locally; SubscribeToShard's HTTP/2 push is not emulated`,
+    );
+  return {
+    mapping: {
+      ...base,
+      ...streamOptions(input, { retry: -1, atTimestamp: true }),
+      kind: "kinesis",
+      stream,
+      streamArn: stream.arn,
+      ...(consumer ? { consumerArn: consumer.arn } : {}),
+      batchSize: num(p.BatchSize, 100),
+      maxBatchingWindowSeconds: num(p.MaximumBatchingWindowInSeconds, 0),
+      parallelizationFactor: pf,
+    },
+    detail: `Kinesis ${stream.name}${consumer ? ` (consumer ${consumer.name})` : ""} → ${base.functionName}`,
   };
 };
 
@@ -189,6 +234,7 @@ const EMULATED_PROPERTIES = new Set([
   "SelfManagedKafkaEventSourceConfig",
   "SelfManagedEventSource",
   "ProvisionedPollerConfig",
+  "StartingPositionTimestamp",
 ]);
 
 /** What the local runtime does instead of a mapping property it does not emulate. */
@@ -198,7 +244,6 @@ const INSTEAD: Readonly<Record<string, string>> = {
   MetricsConfig: "event source mapping metrics are not emitted locally",
   LoggingConfig: "the poller's own logs are not written locally",
   Tags: "tags have no local effect",
-  StartingPositionTimestamp: "AT_TIMESTAMP is not emulated; the mapping starts at TRIM_HORIZON or LATEST",
   Queues: "Amazon MQ sources are not emulated",
   DocumentDBEventSourceConfig: "DocumentDB sources are not emulated",
 };
@@ -212,7 +257,12 @@ function noteIgnoredProperties(id: string, p: Record<string, unknown>, s: Materi
 }
 
 /** Tried in order; the first kind that recognises the source builds the mapping. */
-const MAPPING_KINDS: readonly MappingMaterialiser[] = [sqsMapping, dynamodbMapping, kafkaMapping];
+const MAPPING_KINDS: readonly MappingMaterialiser[] = [
+  sqsMapping,
+  dynamodbMapping,
+  kinesisMapping,
+  kafkaMapping,
+];
 
 /** A stable UUID for a mapping, as Lambda gives each one. */
 const mappingUuid = (stackName: string, id: string): string =>

@@ -28,7 +28,7 @@ export function invocationRecord(args: {
   approximateInvokeCount: number;
   lastResult?: InvokeResult;
   batchInfo: Record<string, unknown>;
-  batchInfoKey: "DDBStreamBatchInfo" | "KafkaBatchInfo";
+  batchInfoKey: "DDBStreamBatchInfo" | "KinesisBatchInfo" | "KafkaBatchInfo";
 }): Record<string, unknown> {
   const r = args.lastResult;
   return {

@@ -19,10 +19,19 @@
  *   `ec2:DescribeSecurityGroups` (the last seven take no resource). Lambda's wording is taken to be
  *   the one it uses for the other execution-role checks, "The function execution role does not have
  *   permissions to call DescribeVpcs on EC2". A self-managed Kafka source is not checked.
+ * - Kinesis: the AWSLambdaKinesisExecutionRole policy ("Lambda execution role permissions" of
+ *   "Using Lambda with Kinesis Data Streams"): `kinesis:DescribeStream`,
+ *   `kinesis:DescribeStreamSummary`, `kinesis:GetRecords`, `kinesis:GetShardIterator`,
+ *   `kinesis:ListShards` on the stream (`kinesis:ListStreams` takes no resource and is not checked:
+ *   the poller reads one known stream), and for enhanced fan-out `kinesis:SubscribeToShard` and
+ *   `kinesis:DescribeStreamConsumer` on the consumer. Lambda's wording is taken to be its
+ *   execution-role wording, "…to call GetRecords on Kinesis". With an SQS on-failure destination,
+ *   `sqs:SendMessage` on the queue (Lambda sends the invocation record as the role): "The provided
+ *   execution role does not have permissions to call SendMessage on SQS".
  */
 
 import type { DenialLog } from "../../enforcement/denials.ts";
-import type { LocalApp, LocalEventSourceMapping } from "../../runtime/model.ts";
+import type { LocalApp, LocalEventSourceMapping, OnFailureDestination } from "../../runtime/model.ts";
 import type { FunctionPrincipal } from "../iam/accessModel.ts";
 import { grantAdvice } from "../iam/grantAdvice.ts";
 import type { AuthzRequest, IamEvaluator } from "../iam/iamEvaluator.ts";
@@ -53,6 +62,18 @@ const one = (action: string, resource: string): MappingPermission => ({ actions:
 const callMessage = (service: string) => (missing: MappingPermission) =>
   `The function execution role does not have permissions to call ${missing.actions[0].split(":")[1]} on ${service}`;
 
+const KINESIS_READ_ACTIONS = [
+  "kinesis:DescribeStream",
+  "kinesis:DescribeStreamSummary",
+  "kinesis:GetRecords",
+  "kinesis:GetShardIterator",
+  "kinesis:ListShards",
+];
+
+/** The on-failure destination's send permission: Lambda sends the invocation record as the role. */
+const destinationPermissions = (m: { onFailure?: OnFailureDestination }): MappingPermission[] =>
+  m.onFailure?.kind === "sqs" ? [one("sqs:SendMessage", m.onFailure.queue.arn)] : [];
+
 const MSK_VPC_ACTIONS = [
   "ec2:CreateNetworkInterface",
   "ec2:DescribeNetworkInterfaces",
@@ -72,6 +93,24 @@ export function mappingRoleRule(m: LocalEventSourceMapping): MappingRoleRule | u
         ),
         messageFor: callMessage("SQS"),
       };
+    case "kinesis": {
+      const kinesis = callMessage("Kinesis");
+      return {
+        permissions: [
+          ...KINESIS_READ_ACTIONS.map((a) => one(a, m.streamArn)),
+          ...(m.consumerArn
+            ? ["kinesis:SubscribeToShard", "kinesis:DescribeStreamConsumer"].map((a) =>
+                one(a, m.consumerArn!),
+              )
+            : []),
+          ...destinationPermissions(m),
+        ],
+        messageFor: (missing) =>
+          missing.actions[0] === "sqs:SendMessage"
+            ? "The provided execution role does not have permissions to call SendMessage on SQS"
+            : kinesis(missing),
+      };
+    }
     case "dynamodb":
       return {
         permissions: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"].map(
