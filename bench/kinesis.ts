@@ -30,6 +30,7 @@ import {
   type KinesisHandler,
   kinesisRecord,
   kinesisWorkload,
+  partitionKeyOf,
   sequenceNumber,
 } from "./kinesisWorkload.ts";
 import { type PowertoolsKinesisMode, powertoolsKinesisHandler } from "./peers.ts";
@@ -89,10 +90,15 @@ function sides(sqs: SQSClient): Record<SideName, Side> {
   };
 }
 
-/** Effects per order and per record; `failSeq`'s first attempt throws before its effect. */
+/**
+ * Effects per order and per record, and the effects that came before an earlier record of their
+ * partition key; `failSeq`'s first attempt throws before its effect.
+ */
 function effectsOf(handlerMs: number, failSeq?: string) {
   const byOrder = new Map<string, number>();
   const bySeq = new Map<string, number>();
+  const lastOfKey = new Map<string, bigint>();
+  let inversions = 0;
   let failed = false;
   const work: Work = async ({ orderId }, seq) => {
     if (seq === failSeq && !failed) {
@@ -102,6 +108,10 @@ function effectsOf(handlerMs: number, failSeq?: string) {
     await sleep(handlerMs); // simulated I/O
     byOrder.set(orderId, (byOrder.get(orderId) ?? 0) + 1);
     bySeq.set(seq, (bySeq.get(seq) ?? 0) + 1);
+    const key = partitionKeyOf(orderId);
+    const last = lastOfKey.get(key);
+    if (last !== undefined && BigInt(seq) < last) inversions++;
+    else lastOfKey.set(key, BigInt(seq));
   };
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   return {
@@ -112,6 +122,8 @@ function effectsOf(handlerMs: number, failSeq?: string) {
     /** Records whose effect ran more than once. */
     ranTwice: () => [...bySeq.values()].filter((n) => n > 1).length,
     applied: () => total(byOrder),
+    /** Effects that ran after a later record of the same partition key: its order not kept. */
+    inversions: () => inversions,
   };
 }
 
@@ -131,6 +143,8 @@ export interface KinesisSideResult {
   newRecords: number;
   effects: number;
   duplicateEffects: number;
+  /** Effects that ran after a later record of their partition key (the order Kinesis gave not kept). */
+  orderInversions: number;
   /** Sequence numbers the side reported in its partial batch responses. */
   failedRecords: number;
   /** Invocations that threw (Lambda retries the whole batch). */
@@ -168,6 +182,7 @@ async function runSide(side: Side, o: KinesisBenchOptions, tag: string): Promise
     newRecords: unique,
     effects: effects.applied(),
     duplicateEffects: effects.duplicateEffects(),
+    orderInversions: effects.inversions(),
     failedRecords: tally.reported,
     thrownInvocations: tally.thrown,
     resentRecords: tally.resent,

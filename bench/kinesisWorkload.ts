@@ -21,7 +21,7 @@ export const PARTITION_KEYS = 32;
 export const sequenceNumber = (n: number): string => `4959${String(n).padStart(52, "0")}`;
 
 /** The partition key of an order: one of `PARTITION_KEYS` customers, the same for every copy. */
-function partitionKeyOf(orderId: string): string {
+export function partitionKeyOf(orderId: string): string {
   let h = 0;
   for (let i = 0; i < orderId.length; i++) h = (Math.imul(h, 31) + orderId.charCodeAt(i)) | 0;
   return `customer-${(h >>> 0) % PARTITION_KEYS}`;
