@@ -4,6 +4,7 @@
  *
  *   npm run bench -- --only sqs,kafka,outbox,ladder   # a subset (also: gateway, avro, coldstart)
  *   npm run bench -- --only sqs                         # idempotent SQS, one and two invocations at once
+ *   npm run bench -- --only kinesis                     # idempotent Kinesis: ours vs Powertools, per key vs per shard
  *   npm run bench -- --kafka both                      # Kafka benchmarks on the mock and on real brokers (default)
  *   npm run bench -- --kafka real                      # only on a 3-broker Apache Kafka (RF 3, min ISR 2)
  *   npm run bench -- --only ladder --no-warmup         # a quick check (sizes: *_BENCH_* variables)
@@ -46,7 +47,10 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";
 try {
   // DynamoDB-bound benchmarks need DynamoDB Local warm (see bench/README); `--no-warmup` for a quick check.
-  if (!process.argv.includes("--no-warmup") && ["sqs", "kafka", "outbox", "gateway"].some(wanted)) {
+  if (
+    !process.argv.includes("--no-warmup") &&
+    ["sqs", "kinesis", "kafka", "outbox", "gateway"].some(wanted)
+  ) {
     console.error("warming DynamoDB Local up (20,000 requests)...");
     await warmUp();
   }
@@ -56,6 +60,8 @@ try {
   // source mapping at concurrency 2): the consumers' container-scope state shared, and a batch's
   // lulls (its handlers' work, its tail) filled by the other's requests.
   if (wanted("sqs")) results.sqsTwoInvocations = await runSqsBench({ ...DEFAULT_SQS_BENCH, invocations: 2 });
+  // Idempotent Kinesis against Powertools' Kinesis batch processor, and a partial-batch resend.
+  if (wanted("kinesis")) results.kinesis = await (await import("./kinesis.ts")).runKinesisBench();
   // The enforcing gateway of the local runtime (issue 21): the same consumer, on and off.
   if (wanted("gateway"))
     results.gateway = await (await import("./gatewayOverhead.ts")).runGatewayOverheadBench();

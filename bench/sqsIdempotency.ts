@@ -24,6 +24,7 @@ import {
   putItemWriteCeiling,
 } from "./ceilings.ts";
 import { countDynamoDb, type DynamoDbCount } from "./ddbCounter.ts";
+import { medianOf, round } from "./figures.ts";
 import { powertoolsSqsHandler } from "./peers.ts";
 
 export interface SqsBenchOptions {
@@ -233,9 +234,8 @@ export async function runSide(
   };
 }
 
-const round = (x: number, d: number) => Math.round(x * 10 ** d) / 10 ** d;
-
-async function powertoolsTable(client: DynamoDBClient, table: string) {
+/** The table of Powertools' DynamoDBPersistenceLayer: its default key attribute, `id`. */
+export async function powertoolsTable(client: DynamoDBClient, table: string) {
   await client.send(
     new CreateTableCommand({
       TableName: table,
@@ -394,7 +394,7 @@ async function probed(
 }
 
 /** A run's table is dropped once measured: DynamoDB Local keeps every table in its heap, and a heap that grows round by round slows the later rounds. */
-async function dropTable(table: string): Promise<void> {
+export async function dropTable(table: string): Promise<void> {
   const client = new DynamoDBClient({});
   await deleteTable(client, table);
   client.destroy();
@@ -437,9 +437,6 @@ interface Round {
   ceilings: { ours: ProbeFigure; powertools: ProbeFigure; oursBatchShaped: ProbeFigure };
   fractions: { ours: number; powertools: number; oursOfBatchShaped: number; batchShapedOfBare: number };
 }
-
-const medianOf = <T>(items: T[], by: (t: T) => number): T =>
-  [...items].sort((x, y) => by(x) - by(y))[Math.floor((items.length - 1) / 2)]!;
 
 /** Each side's median round, the median paired ratio, and each side's median fraction of its ceiling. */
 function summarise(o: SqsBenchOptions, rounds: Round[]) {
