@@ -181,7 +181,8 @@ export function createStreamBatchProcessor<R, T, E extends Envelope<T>>(
             },
           }
         : {}),
-      claimAhead: () => true,
+      // Every record is claimed ahead in one go (the store coalesces the claims), except those acked unseen.
+      claimAhead: skip ? (p) => !skip(p.record) : () => true,
       describe: source.describe,
       answer: (plans) => streamBatchResponse(plans, source.coordinates),
     };

@@ -1,4 +1,9 @@
-import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { DynamoDBStreamEvent } from "aws-lambda";
 import { METRIC, TransientError } from "reliable-consumers";
@@ -13,6 +18,7 @@ import { dynamodb } from "../support/clients.ts";
 import { type StreamedTable, streamBatchFrom, streamedTable } from "../support/dynamodbStreamEvents.ts";
 import { names } from "../support/names.ts";
 import { drainQueue } from "../support/queues.ts";
+import { countRequests } from "../support/requestCounter.ts";
 import { SQS_NAME } from "../support/sqsSubstrate.ts";
 import { recordingTelemetry } from "../support/telemetry.ts";
 
@@ -204,6 +210,28 @@ describe(`dynamodbStreamConsumer on DynamoDB Local's stream, parking on ${SQS_NA
       "x-consumer": "orders-projection",
     });
     expect(context["x-last-error"]).toMatch(/^SchemaValidationError: /);
+  });
+
+  it("changes filtered out by eventNames are neither claimed nor released", async () => {
+    const t = await table("filtered");
+    await put(t, "f1", 1);
+    await ddb.send(new DeleteItemCommand({ TableName: t.tableName, Key: { pk: { S: "f1" } } }));
+    await put(t, "f2", 2);
+    const records = await t.records(3);
+    const client = new DynamoDBClient({});
+    const requests = countRequests(client);
+    const ran: string[] = [];
+    const handler = dynamodbStreamConsumer<Order>(({ body }) => void ran.push(body.pk), {
+      schema: Order,
+      eventNames: ["INSERT"],
+      dynamodbClient: client,
+      idempotency: { tableName: dedup, scope: name("filtered") },
+      parkingQueueUrl: await parkingQueue("filtered"),
+    });
+    expect(await invoke(handler, streamBatchFrom(records))).toEqual({ batchItemFailures: [] });
+    expect(ran).toEqual(["f1", "f2"]);
+    // A claim ahead of the REMOVE would have been given back with a DeleteItem.
+    expect(requests.byCommand.DeleteItemCommand).toBeUndefined();
   });
 
   it("rejects an event of another shape", async () => {
