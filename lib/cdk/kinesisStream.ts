@@ -23,7 +23,7 @@ export interface KinesisStreamProps {
   readonly retentionPeriod?: Duration;
   /**
    * A customer-managed key. Consumers' triggers get `kms:Decrypt` on it, and `grantWrite`
-   * `kms:GenerateDataKey` (producers).
+   * encrypt (`kms:Encrypt`, `kms:ReEncrypt*`, `kms:GenerateDataKey*`) for producers.
    * @default - the AWS-managed key `alias/aws/kinesis` (`StreamEncryption.MANAGED`), which needs no grant
    */
   readonly encryptionKey?: kms.IKey;
@@ -103,7 +103,7 @@ export class KinesisStream extends Construct {
     return this.stream.grantRead(grantee);
   }
 
-  /** Produce to the stream (the stream's `grantWrite`: PutRecord(s), ListShards, and `kms:GenerateDataKey`). */
+  /** Produce to the stream (the stream's `grantWrite`: PutRecord(s), ListShards, and encrypt on its key). */
   grantWrite(grantee: iam.IGrantable): iam.Grant {
     return this.stream.grantWrite(grantee);
   }

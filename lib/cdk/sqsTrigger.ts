@@ -4,6 +4,7 @@ import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { LAMBDA_ENV } from "../env.ts";
 import type { ConsumerFunctionBase, IConsumerTrigger, TriggerRetryPath } from "./consumerFunctionBase.ts";
+import { claimParkingQueue } from "./parkingQueue.ts";
 import { QueueWithDlq } from "./queueWithDlq.ts";
 import type { ProvisionedPollers } from "./rules/pollers.ts";
 import { ConsumerRuleError, formatSeconds, isKnown } from "./rules/ruleError.ts";
@@ -155,6 +156,8 @@ export class SqsTrigger implements IConsumerTrigger {
       path: consumer.node.path,
     });
     this.checkQueue(consumer, q, window);
+    // The DLQ is the consumer's DLQ_URL: a stream trigger of the same function may not name another.
+    claimParkingQueue(consumer, q.deadLetterQueue!, "sqs");
     this.eventSource = new SqsEventSource(q.queue, {
       batchSize,
       ...(window.isUnresolved() || window.toSeconds() > 0 ? { maxBatchingWindow: window } : {}),

@@ -10,7 +10,8 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import { LAMBDA_ENV } from "../env.ts";
 import type { ConsumerFunctionBase, IConsumerTrigger, TriggerRetryPath } from "./consumerFunctionBase.ts";
 import { acknowledgeGuardRule, CONTROL_TOWER_RULE } from "./guardAcknowledgements.ts";
-import { ConsumerRuleError, formatSeconds, isKnown } from "./rules/ruleError.ts";
+import { claimParkingQueue, streamParkingQueueOf } from "./parkingQueue.ts";
+import { formatSeconds, isKnown } from "./rules/ruleError.ts";
 import {
   checkStreamMapping,
   STREAM_TRIGGER_DEFAULTS,
@@ -81,8 +82,6 @@ export interface StreamTriggerSource {
 
 /** Mappings a stream trigger made (checked when bound), so the consumer's synth check skips them. */
 const madeByTrigger = new WeakSet<lambda.CfnEventSourceMapping>();
-/** The parking queue of each consumer: `DLQ_URL` names one queue. */
-const parkingQueues = new WeakMap<ConsumerFunctionBase, sqs.IQueue>();
 
 /**
  * A stream trigger with the library's defaults: ReportBatchItemFailures, bisection, a bounded
@@ -165,19 +164,9 @@ export abstract class StreamTriggerBase implements IConsumerTrigger {
 
   /** The queue the trigger was given, or the consumer's parking queue (created on first use). */
   private parkingQueue(consumer: ConsumerFunctionBase): sqs.IQueue {
-    const existing = parkingQueues.get(consumer);
-    const given = this.streamOptions.onFailureQueue;
-    if (existing && given && existing !== given) {
-      throw new ConsumerRuleError(
-        "StreamParkingQueueConflict",
-        `this consumer's stream triggers name two parking queues (${existing.node.path} and ${given.node.path}); ` +
-          "the consumer parks into the one queue of DLQ_URL. Give every stream trigger of a function the same " +
-          "onFailureQueue, or none.",
-        consumer.node.path,
-      );
-    }
-    const queue = given ?? existing ?? createParkingQueue(consumer);
-    parkingQueues.set(consumer, queue);
+    const queue =
+      this.streamOptions.onFailureQueue ?? streamParkingQueueOf(consumer) ?? createParkingQueue(consumer);
+    claimParkingQueue(consumer, queue, "stream");
     this.onFailureQueue = queue;
     return queue;
   }

@@ -17,6 +17,7 @@ import {
   DynamoDbStreamTrigger,
   KinesisStream,
   LAMBDA_ENV,
+  QueueWithDlq,
 } from "reliable-consumers/cdk";
 import { describe, expect, it } from "vitest";
 import { STUB_ENTRY } from "../../infra/stacks/referenceServiceStack.ts";
@@ -245,6 +246,19 @@ describe("addKinesisTrigger", () => {
     expect(ruleCodeOf(() => d.addKinesisTrigger(new KinesisStream(other, "B"), { onFailureQueue: q }))).toBe(
       "StreamParkingQueueConflict",
     );
+  });
+
+  it("refuses a stream trigger on a function whose SQS trigger already parks into its DLQ, and the reverse", () => {
+    const stack = new Stack(testApp(), "S");
+    const queue = new QueueWithDlq(stack, "Jobs", { consumerTimeout: Duration.seconds(30) });
+    const c = consumer(stack);
+    c.addSqsTrigger(queue);
+    expect(ruleCodeOf(() => c.addKinesisTrigger(new KinesisStream(stack, "Orders")))).toBe(
+      "StreamParkingQueueConflict",
+    );
+    const d = consumer(stack, "D");
+    d.addKinesisTrigger(new KinesisStream(stack, "Other"));
+    expect(ruleCodeOf(() => d.addSqsTrigger(queue))).toBe("StreamParkingQueueConflict");
   });
 
   it("passes filters through and sets parallelization only when asked, warning about per-shard order", () => {
