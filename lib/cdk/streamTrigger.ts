@@ -206,7 +206,7 @@ function createParkingQueue(consumer: ConsumerFunctionBase): sqs.IQueue {
   return queue;
 }
 
-/** The trigger's retry path: the record age, or the stream's retention when unbounded. */
+/** The trigger's retry path: the stream's retention (a given-up batch can be replayed until then), else the record age. */
 function retryPathOf(s: StreamTriggerSource, ageSeconds: number): TriggerRetryPath {
   const seconds = streamRetryPathSeconds(ageSeconds, s.retentionSeconds);
   const what = s.source === "kinesis" ? "Kinesis stream" : "DynamoDB stream of";

@@ -467,7 +467,7 @@ describe("the stream rules", () => {
     expect(ruleCodeOf(() => Template.fromStack(stack))).toBeUndefined();
   });
 
-  it("checks the dedup window against the record age, or the stream's retention when unbounded", () => {
+  it("checks the dedup window against the stream's retention (given-up batches are replayable until then), else the record age", () => {
     const path = (options: Parameters<ConsumerFunction["addKinesisTrigger"]>[1], window: Duration) => {
       const stack = new Stack(testApp(), "S");
       const c = consumer(stack);
@@ -475,8 +475,9 @@ describe("the stream rules", () => {
       c.addKinesisTrigger(new KinesisStream(stack, "Orders", { retentionPeriod: Duration.days(3) }), options);
       return ruleCodeOf(() => Template.fromStack(stack));
     };
-    expect(path({}, Duration.hours(6))).toBe("DedupWindowTooShort");
-    expect(path({}, Duration.hours(7))).toBeUndefined();
+    expect(path({}, Duration.hours(7))).toBe("DedupWindowTooShort");
+    expect(path({}, Duration.days(2))).toBe("DedupWindowTooShort");
+    expect(path({}, Duration.days(4))).toBeUndefined();
     expect(path({ maxRecordAge: "unbounded" }, Duration.days(2))).toBe("DedupWindowTooShort");
     expect(path({ maxRecordAge: "unbounded" }, Duration.days(4))).toBeUndefined();
   });

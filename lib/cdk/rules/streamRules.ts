@@ -210,16 +210,16 @@ export const STREAM_TRIGGER_DEFAULTS = {
 } as const;
 
 /**
- * How long after it was written a stream record can still reach the consumer through Lambda: its
- * maximum record age, or, when that is unbounded (or longer), the stream's retention (DynamoDB
- * Streams: always 24 h). `undefined` when a value is unknown at synth.
+ * How long after it was written a stream record can still reach the consumer with the same
+ * coordinates (the default dedup key): the stream's retention (DynamoDB Streams: always 24 h), since
+ * a batch Lambda gave up on (its maximum record age, its retries) can be read back by the sequence
+ * range its on-failure record names until then, and replayed. Without a known retention, the
+ * maximum record age when it is bounded; `undefined` when neither is known at synth.
  */
 export function streamRetryPathSeconds(
   maxRecordAgeSeconds: number,
   retentionSeconds: number | undefined,
 ): number | undefined {
-  if (retentionSeconds === undefined || !isKnown(maxRecordAgeSeconds, retentionSeconds)) {
-    return maxRecordAgeSeconds !== -1 && isKnown(maxRecordAgeSeconds) ? maxRecordAgeSeconds : undefined;
-  }
-  return maxRecordAgeSeconds === -1 ? retentionSeconds : Math.min(maxRecordAgeSeconds, retentionSeconds);
+  if (retentionSeconds !== undefined && isKnown(retentionSeconds)) return retentionSeconds;
+  return maxRecordAgeSeconds !== -1 && isKnown(maxRecordAgeSeconds) ? maxRecordAgeSeconds : undefined;
 }
