@@ -1,4 +1,5 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -112,7 +113,9 @@ function localStackEnv(
   dataDir: string,
   options: LocalStackOptions,
 ): Record<string, string | undefined> {
+  const kinesis = (options.services ?? []).includes("kinesis");
   return {
+    ...(kinesis ? kinesisOnLocalStack(dataDir) : {}),
     // Not the caller's AWS_* variables: LocalStack's own internal clients are botocore clients, and an
     // AWS_ENDPOINT_URL_SQS pointing elsewhere (the tests export fauxqs's) would send them there.
     PATH: process.env.PATH,
@@ -132,6 +135,34 @@ function localStackEnv(
     SKIP_SSL_CERT_DOWNLOAD: "1",
     SQS_DISABLE_CLOUDWATCH_METRICS: "1",
     PYTHONUNBUFFERED: "1",
+  };
+}
+
+/**
+ * LocalStack's Kinesis runs kinesis-mock's Node build, which it installs at first use with
+ * `npm install kinesis-local@<KINESIS_MOCK_VERSION>` into `<FILESYSTEM_ROOT>/var/lib/localstack/lib/
+ * kinesis-local/<version>` (localstack/services/kinesis/packages.py), unless
+ * `node_modules/kinesis-local/main.js` is there already. So the package this one depends on is
+ * linked there, and its version named: no download. kinesis-mock binds 0.0.0.0; LocalStack passes
+ * its own environment on to it, so NODE_OPTIONS preloads our loopback.cjs, keeping LocalStack's port
+ * (KINESIS_LOCAL_KEEP_PORT) and binding 127.0.0.1. KINESIS_LATENCY=0 makes its state changes
+ * instantaneous, as ours are.
+ */
+function kinesisOnLocalStack(dataDir: string): Record<string, string> {
+  const require = createRequire(import.meta.url);
+  const pkg = dirname(require.resolve("kinesis-local/package.json"));
+  const version = (JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { version: string })
+    .version;
+  const target = join(dataDir, "var", "lib", "localstack", "lib", "kinesis-local", version, "node_modules");
+  mkdirSync(target, { recursive: true });
+  if (!existsSync(join(target, "kinesis-local"))) symlinkSync(pkg, join(target, "kinesis-local"));
+  const preload = fileURLToPath(new URL("./services/kinesis/loopback.cjs", import.meta.url));
+  return {
+    KINESIS_MOCK_VERSION: version,
+    KINESIS_MOCK_PROVIDER_ENGINE: "node",
+    KINESIS_LATENCY: "0",
+    KINESIS_LOCAL_KEEP_PORT: "1",
+    NODE_OPTIONS: `--require ${preload}`,
   };
 }
 

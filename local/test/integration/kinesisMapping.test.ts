@@ -126,6 +126,17 @@ function synthApp(): string {
     eventSourceArn: ordered.streamArn,
     startingPosition: "TRIM_HORIZON",
   });
+  // Wired by hand to a role that may read the stream but not send to the on-failure destination.
+  const noSend = new iam.Role(stack, "NoSendRole", {
+    assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+  });
+  ordered.grantRead(noSend);
+  new lambda.CfnEventSourceMapping(stack, "NoSendMapping", {
+    functionName: fn("NoSend", noSend).functionName,
+    eventSourceArn: ordered.streamArn,
+    startingPosition: "TRIM_HORIZON",
+    destinationConfig: { onFailure: { destination: dlq.queueArn } },
+  });
   return app.synth().directory;
 }
 
@@ -443,6 +454,10 @@ describe("the Kinesis event source mapping of the local runtime", () => {
         .filter((d) => d.functionName === fnName)
         .map((d) => `${d.action} on ${d.resource}`),
     ).toEqual([`kinesis:GetRecords on ${streamArn}`]);
+    // A role that may read the stream but not send to its on-failure destination.
+    expect(runtime.app.report.refused.find((r) => r.logicalId.startsWith("NoSendMapping"))?.detail).toBe(
+      "InvalidParameterValueException: The provided execution role does not have permissions to call SendMessage on SQS",
+    );
     // Its own calls, through the gateway the functions use (HTTP/2, as the SDK's Kinesis client speaks).
     const asRole = new KinesisClient({
       endpoint: runtime.enforcement.gateway.functionEndpoint,

@@ -32,6 +32,7 @@ function mappingOf(source: KinesisEventSource): KinesisMappingDto {
   };
 }
 
+/** The Kinesis view's reads: `streams()` answers `api/kinesis`. */
 export function consoleKinesis(sources: ConsoleSources, clients: ConsoleClients) {
   const kinesisSources = () =>
     (sources.eventSources ?? []).filter(

@@ -91,6 +91,7 @@ export interface IteratorStreams {
   learn(operation: string, streamArn: string | undefined, answer: string): void;
 }
 
+/** An empty iterator table, remembering at most 100,000 iterators (the oldest go first). */
 export function iteratorStreams(): IteratorStreams {
   const streams = new Map<string, string>();
   const remember = (iterator: unknown, streamArn: string) => {
@@ -125,6 +126,7 @@ export interface KinesisGatewayStage {
   answer(operation: string, body: Body): ((answer: string) => string) | undefined;
 }
 
+/** The Kinesis stage of one gateway, in the gateway's region and account. */
 export function kinesisGatewayStage(region: string, accountId: string): KinesisGatewayStage {
   const iterators = iteratorStreams();
   return {

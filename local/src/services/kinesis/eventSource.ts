@@ -128,6 +128,47 @@ export interface KinesisSourceDeps {
   readonly clock?: StreamClock;
 }
 
+/** What one batch of a Kinesis mapping runs with. */
+interface BatchContext {
+  readonly mapping: KinesisMapping;
+  readonly deps: KinesisSourceDeps;
+  readonly stats: EventSourceStats;
+  readonly functionArn: string;
+  readonly abort: AbortController;
+  readonly pause: (ms: number) => Promise<void>;
+}
+
+/** One batch of a shard's lane through Lambda's stream rules (streamMapping.ts), until done or discarded. */
+function runKinesisBatch(shard: Shard, batch: KinesisStreamRecord[], c: BatchContext): Promise<void> {
+  const { mapping, deps, stats } = c;
+  return runStreamBatch(batch, {
+    mapping,
+    stats,
+    ageSeconds: (r, nowMs) => nowMs / 1000 - r.kinesis.approximateArrivalTimestamp,
+    ...deps.clock,
+    invoke: (records) => deps.host.invoke(mapping.functionName, { Records: records }),
+    // An empty, null or unknown identifier fails the whole batch.
+    failedIndex: (f, records) => {
+      const id = (f as { itemIdentifier?: unknown } | null)?.itemIdentifier;
+      return typeof id === "string" && id !== "" ? records.findIndex((r) => seq(r) === id) : -1;
+    },
+    discard: (records, condition, count, last) =>
+      discardToDestination(mapping, c.functionArn, deps.sqs, stats, {
+        shardId: shard.id,
+        records,
+        condition,
+        count,
+        ...(last ? { last } : {}),
+      }),
+    settled: async (done) => {
+      const last = done.at(-1);
+      if (last && (!shard.done || compareSequence(seq(last), shard.done) > 0)) shard.done = seq(last);
+    },
+    stopped: () => c.abort.signal.aborted,
+    pause: c.pause,
+  });
+}
+
 /**
  * The Kinesis event source mapping, as Lambda documents it ("How Lambda processes records from
  * Kinesis Data Streams"), on kinesis-local:
@@ -200,34 +241,8 @@ export function kinesisEventSource(mapping: KinesisMapping, deps: KinesisSourceD
     return records.length;
   };
 
-  /** One batch through Lambda's stream rules (streamMapping.ts), until done or discarded. */
   const processBatch = (shard: Shard, batch: KinesisStreamRecord[]) =>
-    runStreamBatch(batch, {
-      mapping,
-      stats,
-      ageSeconds: (r, nowMs) => nowMs / 1000 - r.kinesis.approximateArrivalTimestamp,
-      ...deps.clock,
-      invoke: (records) => host.invoke(mapping.functionName, { Records: records }),
-      // An empty, null or unknown identifier fails the whole batch.
-      failedIndex: (f, records) => {
-        const id = (f as { itemIdentifier?: unknown } | null)?.itemIdentifier;
-        return typeof id === "string" && id !== "" ? records.findIndex((r) => seq(r) === id) : -1;
-      },
-      discard: (records, condition, count, last) =>
-        discardToDestination(mapping, fn.arn, deps.sqs, stats, {
-          shardId: shard.id,
-          records,
-          condition,
-          count,
-          ...(last ? { last } : {}),
-        }),
-      settled: async (done) => {
-        const last = done.at(-1);
-        if (last && (!shard.done || compareSequence(seq(last), shard.done) > 0)) shard.done = seq(last);
-      },
-      stopped: () => abort.signal.aborted,
-      pause,
-    });
+    runKinesisBatch(shard, batch, { mapping, deps, stats, functionArn: fn.arn, abort, pause });
 
   /** Starts the lane's next batch when it is ready (full, or its window is over, or the shard is closed). */
   const dispatch = (shard: Shard, lane: Lane) => {

@@ -17,6 +17,7 @@ export interface RecordOrigin {
   readonly roleArn: string;
 }
 
+/** One GetRecords record → the record Lambda puts into a KinesisStreamEvent. */
 export function toKinesisEventRecord(r: SdkRecord, origin: RecordOrigin): KinesisStreamRecord {
   const sequenceNumber = r.SequenceNumber ?? "";
   return {

@@ -3,7 +3,8 @@
  * listeners to the wildcard address "0.0.0.0" hard-coded in its build (no setting changes it), so
  * this wraps `net.Server.prototype.listen` to bind 127.0.0.1 instead, on a port the OS picks, and
  * prints `KINESIS_LOCAL_LISTENING <requested port> 127.0.0.1:<port>` for each listener so the
- * parent knows which is the plain one. It also exits when its stdin closes (the parent died), as
+ * parent knows which is the plain one. With KINESIS_LOCAL_KEEP_PORT=1 (LocalStack's Kinesis, which
+ * picks the port itself) the requested port is kept and only the host changes. It also exits when its stdin closes (the parent died), as
  * every emulator child of the local runtime does (childProcess.ts).
  */
 "use strict";
@@ -19,8 +20,12 @@ net.Server.prototype.listen = function loopbackListen(...args) {
     const a = this.address();
     process.stdout.write(`KINESIS_LOCAL_LISTENING ${requested} 127.0.0.1:${a.port}\n`);
   });
-  return listen.call(this, { port: 0, host: "127.0.0.1" }, callback);
+  const port = process.env.KINESIS_LOCAL_KEEP_PORT === "1" ? requested : 0;
+  return listen.call(this, { port, host: "127.0.0.1" }, callback);
 };
 
-process.stdin.on("end", () => process.exit(0));
-process.stdin.resume();
+// Only when our runtime started it (its stdin is our pipe); LocalStack's child keeps its own stdin.
+if (process.env.KINESIS_LOCAL_KEEP_PORT !== "1") {
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
+}

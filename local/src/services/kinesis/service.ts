@@ -9,6 +9,7 @@ import { kinesisAuthz } from "./enforcement.ts";
 import { kinesisEventSource } from "./eventSource.ts";
 import { materialiseImportedStreams, materialiseStream, materialiseStreamConsumer } from "./materialise.ts";
 
+/** The Kinesis service of the registry (services/registry.ts). */
 export const kinesisService: LocalService = {
   name: "kinesis",
   resources: {

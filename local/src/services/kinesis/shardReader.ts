@@ -40,6 +40,7 @@ export type StartPosition =
   | { readonly type: "TRIM_HORIZON" | "LATEST" }
   | { readonly type: "AT_TIMESTAMP"; readonly timestamp: Date };
 
+/** Reads one stream's shards (kinesisStreamReader). */
 export interface KinesisStreamReader {
   /** The shards not in `known` yet, each with an iterator at `position`. */
   newShards(known: ReadonlyMap<string, unknown>, position: StartPosition): Promise<KinesisShardCursor[]>;
@@ -47,6 +48,7 @@ export interface KinesisStreamReader {
   read(shard: KinesisShardCursor, limit: number): Promise<KinesisStreamRecord[]>;
 }
 
+/** A reader of `origin.streamArn` with `kinesis` (the mapping's role's client). */
 export function kinesisStreamReader(
   kinesis: KinesisClient,
   origin: Omit<RecordOrigin, "shardId">,
