@@ -461,19 +461,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
             : "no local Kafka (KAFKA_BROKERS)",
       });
   }
-  for (const s of app.schedules) {
-    eventSources.push(
-      scheduleEventSource(
-        s,
-        host,
-        region,
-        app.accountId,
-        options.scheduleFirstRunAfterMs !== undefined
-          ? { firstRunAfterMs: options.scheduleFirstRunAfterMs }
-          : {},
-      ),
-    );
-  }
+  eventSources.push(...scheduleSources(app, host, region, options));
   const runtime: LocalRuntime = {
     app,
     host,
@@ -509,6 +497,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     }
   }
   return runtime;
+}
+
+/** The app's schedules (EventBridge Scheduler), each an event source of its own. */
+function scheduleSources(
+  app: LocalApp,
+  host: FunctionHost,
+  region: string,
+  options: LocalRuntimeOptions,
+): EventSource[] {
+  const timing =
+    options.scheduleFirstRunAfterMs !== undefined ? { firstRunAfterMs: options.scheduleFirstRunAfterMs } : {};
+  return app.schedules.map((s) => scheduleEventSource(s, host, region, app.accountId, timing));
 }
 
 /**

@@ -187,6 +187,16 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     }
   }
 
+  return localAppOf(s, stackName, brokers, options.credentialSalt ?? crypto.randomUUID());
+}
+
+/** The materialised app: what the state holds once both passes are done. */
+function localAppOf(
+  s: MaterialiseState,
+  stackName: string,
+  brokers: string[],
+  credentialSalt: string,
+): LocalApp {
   return {
     stackName,
     region: s.region,
@@ -201,6 +211,6 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
     schedules: s.schedules,
     kafkaBrokers: brokers,
     report: s.report,
-    access: accessModelOf(s, options.credentialSalt ?? crypto.randomUUID()),
+    access: accessModelOf(s, credentialSalt),
   };
 }
