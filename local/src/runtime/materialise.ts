@@ -12,7 +12,7 @@ import type { CfnResource, CfnTemplate } from "./cloudAssembly.ts";
 import { constantStrings } from "./constantStrings.ts";
 import { inertReason, materialiseInert } from "./inert.ts";
 import { referencedIds } from "./intrinsics.ts";
-import { createState, type ResourceMaterialiser } from "./materialiseState.ts";
+import { createState, type MaterialiseState, type ResourceMaterialiser } from "./materialiseState.ts";
 import type { LocalApp } from "./model.ts";
 
 export { handlerModule } from "../services/lambda/materialise.ts";
@@ -194,7 +194,7 @@ export async function materialise(options: MaterialiseOptions): Promise<LocalApp
 function localAppOf(
   s: MaterialiseState,
   stackName: string,
-  brokers: string[],
+  brokers: readonly string[],
   credentialSalt: string,
 ): LocalApp {
   return {
