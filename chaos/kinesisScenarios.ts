@@ -194,8 +194,15 @@ export async function kinesisReshard(
   try {
     const plan = rounds(id, { ...options, seed: ctx.seed + 13 });
     const splitAt = Math.max(1, Math.floor(options.versions / 3));
-    const mergeAt = Math.max(splitAt + 1, Math.floor((2 * options.versions) / 3));
+    // Both reshards happen before the last round, which then lands on the merged shard.
+    const mergeAt = Math.min(
+      options.versions - 1,
+      Math.max(splitAt + 1, Math.floor((2 * options.versions) / 3)),
+    );
+    // Each reshard starts as a round is put and runs alongside the next round's puts.
+    let resharding: Promise<void> | undefined;
     const put = await produce(kinesis, service, plan, async (round) => {
+      await resharding;
       if (round === splitAt) {
         // Records are being applied when the shard splits (by count, not by a pause).
         await waitFor(
@@ -204,10 +211,11 @@ export async function kinesisReshard(
           ctx.settleTimeoutMs ?? 300_000,
           500,
         );
-        const split = await splitShard(kinesis, stream);
-        children = split.children;
-        faults++;
-        ctx.log(`  split ${split.parent} into ${children.join(", ")} after round ${round}`);
+        resharding = splitShard(kinesis, stream).then((split) => {
+          children = split.children;
+          faults++;
+          ctx.log(`  split ${split.parent} into ${children.join(", ")} during round ${round + 1}`);
+        });
       }
       if (round === mergeAt) {
         // The merge comes once the mapping has found the children (a refresh every 5 s).
@@ -217,11 +225,14 @@ export async function kinesisReshard(
           ctx.settleTimeoutMs ?? 300_000,
           200,
         );
-        merged = await mergeShards(kinesis, stream, children as [string, string]);
-        faults++;
-        ctx.log(`  merged ${children.join(" + ")} into ${merged} after round ${round}`);
+        resharding = mergeShards(kinesis, stream, children as [string, string]).then((m) => {
+          merged = m;
+          faults++;
+          ctx.log(`  merged ${children.join(" + ")} into ${merged} during round ${round + 1}`);
+        });
       }
     });
+    await resharding;
     const parked = await settleActivities(ctx, service, put, { notApplied: new Set(), parked: 0 });
     const check = await checkActivities(service, put, new Set(), parked);
     const shardsUsed = [...new Set(put.map((p) => p.shardId))];

@@ -6,6 +6,7 @@ import {
   ListShardsCommand,
   MergeShardsCommand,
   PutRecordsCommand,
+  type PutRecordsResultEntry,
   type Shard,
   SplitShardCommand,
 } from "@aws-sdk/client-kinesis";
@@ -64,6 +65,12 @@ export const poisonEntry = (runId: string, customer: number, n: number): Activit
   return { activityId, customerId, seq: 0, data, poison: true };
 };
 
+const REFUSED = new Set([
+  "ResourceInUseException",
+  "ProvisionedThroughputExceededException",
+  "LimitExceededException",
+]);
+
 /**
  * PutRecords in calls of at most 500, the failed entries of each call put again before the next
  * call: a caller that holds at most one record per partition key per call keeps each key's order.
@@ -78,12 +85,18 @@ export async function putActivities(
     let pending = entries.slice(i, i + 500);
     for (let attempt = 0; pending.length > 0; attempt++) {
       if (attempt > 20) throw new Error(`chaos: PutRecords kept failing for ${pending.length} records`);
-      const out = await kinesis.send(
-        new PutRecordsCommand({
-          StreamName: streamName,
-          Records: pending.map((e) => ({ PartitionKey: e.customerId, Data: Buffer.from(e.data) })),
-        }),
-      );
+      const out = await kinesis
+        .send(
+          new PutRecordsCommand({
+            StreamName: streamName,
+            Records: pending.map((e) => ({ PartitionKey: e.customerId, Data: Buffer.from(e.data) })),
+          }),
+        )
+        .catch((error: Error) => {
+          // A call refused as a whole (the stream busy with a reshard, throttled) wrote nothing: put again.
+          if (!REFUSED.has(error.name)) throw error;
+          return { Records: pending.map((): PutRecordsResultEntry => ({ ErrorCode: error.name })) };
+        });
       const failed: ActivityEntry[] = [];
       (out.Records ?? []).forEach((r, j) => {
         const e = pending[j]!;
