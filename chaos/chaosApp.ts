@@ -8,6 +8,8 @@
  *   orders queue's visibility is 42 s (6×) instead of 3 min: a batch whose environment crashed
  *   comes back sooner. Ten receives before the DLQ, since a database outage fails a message
  *   several times without it being poison.
+ * - activity-consumer's Kinesis trigger gives up on a batch after 2 retries (bisection does not
+ *   count), so a record that crashes its function is isolated in a dozen invocations instead of 20.
  * - The topic is a placeholder (`CHAOS_TOPIC`) that each scenario replaces with its own name, so
  *   runs on one broker never read each other's records.
  */
@@ -28,6 +30,7 @@ export function buildChaosApp(app: App = new App()): App {
     ordersQueue: { maxReceiveCount: 10 },
     // Scenarios 2, 7 and 9 write account events to their own topic (chaos/workload.ts): granted too.
     moreOutboxTopics: [`${CHAOS_TOPIC}-accounts`],
+    activityTrigger: { retryAttempts: 2 },
   });
   return app;
 }

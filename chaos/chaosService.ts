@@ -36,6 +36,8 @@ export interface Endpoints {
   readonly dynamodb: string;
   readonly sqs: string;
   readonly kafkaBrokers: readonly string[];
+  /** kinesis-local (the order-activity stream of activity-consumer). */
+  readonly kinesis: string;
 }
 
 /** The synthesized chaos variant of the CDK app. */
@@ -144,8 +146,13 @@ export interface ChaosService {
     reportsUrl: string;
     topic: string;
     deadLetterTopic: string;
+    /** The order-activity Kinesis stream (2 shards) of activity-consumer. */
+    activityStreamArn: string;
+    activityStreamName: string;
+    /** activity-consumer's trigger queue: its parking queue (`DLQ_URL`) and the mapping's on-failure destination. */
+    activityParkingUrl: string;
   };
-  readonly functions: Record<"orders" | "relay" | "payments" | "reports", string>;
+  readonly functions: Record<"orders" | "relay" | "payments" | "reports" | "activity", string>;
   readonly provider: PaymentProvider;
   /** Clients on the emulators directly, for sends and checks. */
   readonly kafka: Kafka;
@@ -235,6 +242,7 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
         AWS_ENDPOINT_URL_DYNAMODB: options.direct.dynamodb,
         AWS_ENDPOINT_URL_DYNAMODB_STREAMS: options.direct.dynamodb,
         AWS_ENDPOINT_URL_SQS: options.direct.sqs,
+        AWS_ENDPOINT_URL_KINESIS: options.direct.kinesis,
         AWS_REGION: region,
         AWS_DEFAULT_REGION: region,
         AWS_ACCESS_KEY_ID: credentials.accessKeyId,
@@ -276,6 +284,13 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
   const parkingUrl = relay.environment.OUTBOX_PARKING_QUEUE_URL;
   if (!parkingUrl || !targets.reports)
     throw new Error("the chaos template lacks the parking or reports queue");
+  const activity = rt.findFunction("/activity-consumer/");
+  const activityStream = rt.app.streams[0];
+  const activityParkingUrl = activity.environment.DLQ_URL;
+  if (!activityStream || !activityParkingUrl)
+    throw new Error(
+      "the chaos template lacks the order-activity stream or activity-consumer's parking queue",
+    );
   const dynamodb = new DynamoDBClient({ endpoint: options.direct.dynamodb, region, credentials });
   const sqs = createSqsClient({ endpoint: options.direct.sqs, region, credentials });
   const kafka = new Kafka({
@@ -298,12 +313,16 @@ export async function startChaosService(options: ChaosServiceOptions): Promise<C
       reportsUrl: targets.reports.url,
       topic: targets.mainTopic,
       deadLetterTopic: `${targets.mainTopic}.DLQ`,
+      activityStreamArn: activityStream.arn,
+      activityStreamName: activityStream.name,
+      activityParkingUrl,
     },
     functions: {
       orders: rt.findFunction("/order-consumer/").name,
       relay: relay.name,
       payments: paymentsFn,
       reports: rt.findFunction("/report-worker/").name,
+      activity: activity.name,
     },
     provider,
     kafka,

@@ -1,12 +1,13 @@
 /**
  * `npm run chaos`: the reference service under faults, checked on stored data.
  *
- *   npm run chaos                         # every scenario (1-11), default sizes
+ *   npm run chaos                         # every scenario (1-14), default sizes
  *   npm run chaos -- --only 3,5           # some scenarios (6: the bad-input corpus; 7: the relay's mapping gives up; 11: a record kills its function)
  *   npm run chaos -- --seed 42 --rate 0.1 # reproducible faults, 10 % of requests faulted
  *   npm run chaos -- --small              # smaller runs
  *   npm run chaos -- --only 3 --orders 2000 # scenario 3 at another size (default 5,000; --small 300)
  *   npm run chaos -- --only 9 --small     # one scenario on the real brokers, small
+ *   npm run chaos -- --only 12,13,14      # Kinesis: poison in a shard, a reshard, crashes mid-batch
  *   npm run chaos -- --kafka mock         # on the librdkafka mock (scenarios 8-10 need real brokers)
  *
  * Kafka is a real 3-broker Apache Kafka cluster (RF 3, min.insync.replicas 2) by default.
@@ -21,6 +22,7 @@ import { badInputsThroughService } from "./badInputScenario.ts";
 import { leadersMove, oneBrokerDown, twoBrokersDown } from "./brokerScenarios.ts";
 import { chaosDenials, disposeChaosApp, synthesizeChaosApp } from "./chaosService.ts";
 import { recordKillsItsFunction } from "./crashScenario.ts";
+import { kinesisCrashMidBatch, kinesisPoisonUnderLoad, kinesisReshard } from "./kinesisScenarios.ts";
 import {
   brokerDownDuringRebalance,
   databaseDies,
@@ -44,7 +46,7 @@ const rate = Number(arg("rate") ?? 0.05);
 const kafka = kafkaSubstrateFromArgs(process.argv.slice(2), "real");
 // Every scenario on the real brokers; on the mock, those that do not stop brokers (8-10 do).
 const only = new Set(
-  (arg("only") ?? (kafka === "real" ? "1,2,3,4,5,6,7,8,9,10,11" : "1,2,3,4,5,6,7,11"))
+  (arg("only") ?? (kafka === "real" ? "1,2,3,4,5,6,7,8,9,10,11,12,13,14" : "1,2,3,4,5,6,7,11,12,13,14"))
     .split(",")
     .map((s) => s.trim()),
 );
@@ -86,6 +88,28 @@ const plan: Array<[string, Run]> = [
   ],
   ["10", own((c) => leadersMove(c, { events: small ? 100 : 400 }))],
   ["11", own((c) => recordKillsItsFunction(c, { orders: small ? 40 : 150, crashers: small ? 1 : 3 }))],
+  [
+    "12",
+    own((c) =>
+      kinesisPoisonUnderLoad(c, {
+        customers: small ? 20 : 100,
+        versions: small ? 10 : 30,
+        poison: small ? 6 : 40,
+      }),
+    ),
+  ],
+  ["13", own((c) => kinesisReshard(c, { customers: small ? 20 : 60, versions: small ? 12 : 30 }))],
+  [
+    "14",
+    own((c) =>
+      kinesisCrashMidBatch(c, {
+        customers: small ? 12 : 40,
+        versions: small ? 8 : 20,
+        always: small ? 1 : 2,
+        once: small ? 1 : 3,
+      }),
+    ),
+  ],
 ];
 // Checked before the emulators start and the app is synthesized.
 const unknown = [...only].filter((n) => !plan.some(([m]) => m === n));
@@ -116,6 +140,7 @@ const ctx: ScenarioContext = {
     dynamodb: emulators.dynamodb.endpoint,
     sqs: emulators.sqs.endpoint,
     kafkaBrokers: emulators.kafka.brokers,
+    kinesis: emulators.kinesis?.endpoint ?? "",
   },
   ...(emulators.kafka.cluster ? { kafkaCluster: emulators.kafka.cluster } : {}),
   seed,

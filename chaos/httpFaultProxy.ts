@@ -34,6 +34,11 @@ export interface HttpFaultProxyOptions {
   readonly target: string;
   /** @default true */
   readonly enabled?: boolean;
+  /**
+   * Sees every request first (even with injection paused); returning true drops it unanswered and
+   * unforwarded (the caller was killed meanwhile, say). @default - every request goes on
+   */
+  readonly intercept?: (operation: string, body: Buffer) => boolean;
 }
 
 function operationOf(req: IncomingMessage): string {
@@ -51,6 +56,10 @@ export async function startHttpFaultProxy(options: HttpFaultProxyOptions): Promi
     req.on("error", () => {});
     req.on("end", () => {
       const operation = operationOf(req);
+      if (options.intercept?.(operation, Buffer.concat(chunks))) {
+        req.socket.destroy();
+        return;
+      }
       const kind = enabled ? decideFault(options.plan, options.rng, operation) : undefined;
       if (kind !== undefined) recordFault(options.ledger, kind, `${options.target}:${operation}`);
       if (kind === "throttle" || kind === "server") {

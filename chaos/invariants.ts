@@ -75,6 +75,8 @@ interface ParkedContext {
   "x-message-id"?: string;
   "x-original-queue"?: string;
   "x-original-topic"?: string;
+  "x-original-partition"?: string;
+  "x-original-offset"?: string;
 }
 
 /** The failure context and the user's attributes, whether packed side by side or folded (lib/core/attributePacking.ts). */
@@ -98,6 +100,8 @@ function unpack(m: Message): {
 }
 
 const sqsContext = (m: Message) => unpack(m).context;
+/** The failure context of a parked SQS message (undefined for one that carries none, as Lambda's on-failure records). */
+export const parkedContextOf = (m: Message): ParkedContext | undefined => unpack(m).context;
 const chaosIdOf = (m: Message) => unpack(m).attributes[CHAOS_ID]?.StringValue;
 
 /**

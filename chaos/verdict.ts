@@ -41,6 +41,10 @@ export function verdict(
       reasons.push(`${r.name}: ${f.publishedDuringOutage} records written below min.insync.replicas`);
     if (typeof f.crashersNotReplayable === "number" && f.crashersNotReplayable > 0)
       reasons.push(`${r.name}: ${f.crashersNotReplayable} isolated records the dlq tool cannot replay`);
+    if (typeof f.keysOutOfOrder === "number" && f.keysOutOfOrder > 0)
+      reasons.push(`${r.name}: ${f.keysOutOfOrder} partition keys applied out of order`);
+    if (typeof f.crashersApplied === "number" && f.crashersApplied > 0)
+      reasons.push(`${r.name}: ${f.crashersApplied} records Lambda gave up on were applied anyway`);
     if (f.aggregatesOutOfOrder !== null && f.aggregatesOutOfOrder > 0)
       reasons.push(`${r.name}: ${f.aggregatesOutOfOrder} aggregates out of order`);
   }

@@ -14,6 +14,8 @@ import {
   CreatedMskCluster,
   DedupTable,
   KafkaTopics,
+  KinesisStream,
+  type KinesisTriggerOptions,
   LAMBDA_ENV,
   OutboxTable,
   QueueWithDlq,
@@ -34,6 +36,7 @@ export const REFERENCE_FUNCTIONS = [
   "outbox-relay",
   "outbox-sweeper",
   "payment-consumer",
+  "activity-consumer",
 ] as const;
 export type ReferenceFunction = (typeof REFERENCE_FUNCTIONS)[number];
 
@@ -86,6 +89,8 @@ export interface ReferenceServiceStackProps extends StackProps {
    * like the main one. @default none
    */
   readonly moreOutboxTopics?: readonly string[];
+  /** Overrides for activity-consumer's Kinesis trigger (e.g. fewer retries). @default the trigger's defaults, batches of 100 */
+  readonly activityTrigger?: Partial<KinesisTriggerOptions>;
 }
 
 /**
@@ -104,6 +109,8 @@ export class ReferenceServiceStack extends Stack {
   readonly functions: Record<ReferenceFunction, ConsumerFunction>;
   readonly monitoring: ConsumerMonitoring;
   readonly parking: sqs.Queue;
+  /** The order-activity stream: 2 provisioned shards, so it can be split and merged. */
+  readonly activity: KinesisStream;
 
   constructor(scope: Construct, id: string, props: ReferenceServiceStackProps) {
     super(scope, id, props);
@@ -180,12 +187,19 @@ export class ReferenceServiceStack extends Stack {
     // order-events → payment-consumer with its retry ladder.
     const payment = this.paymentConsumer(fn("payment-consumer", { timeout: Duration.minutes(1) }), ladder);
 
+    // order-activity stream → activity-consumer: inbox marker + per-customer head + record item.
+    this.activity = new KinesisStream(this, "OrderActivity", { shardCount: 2 });
+    const activityConsumer = fn("activity-consumer", { timeout: Duration.seconds(30) });
+    activityConsumer.addKinesisTrigger(this.activity, { batchSize: 100, ...props.activityTrigger });
+    this.app.addWriter(activityConsumer);
+
     this.functions = {
       "order-consumer": orderConsumer,
       "report-worker": reportWorker,
       "outbox-relay": relay,
       "outbox-sweeper": sweeper,
       "payment-consumer": payment,
+      "activity-consumer": activityConsumer,
     };
 
     this.monitoring = this.alarmsAndDashboard(ctx, payment);

@@ -4,6 +4,11 @@ import { leadersMove, oneBrokerDown, twoBrokersDown } from "../../chaos/brokerSc
 import { chaosDenials, disposeChaosApp, synthesizeChaosApp } from "../../chaos/chaosService.ts";
 import { recordKillsItsFunction } from "../../chaos/crashScenario.ts";
 import {
+  kinesisCrashMidBatch,
+  kinesisPoisonUnderLoad,
+  kinesisReshard,
+} from "../../chaos/kinesisScenarios.ts";
+import {
   brokerDownDuringRebalance,
   databaseDies,
   poisonUnderLoad,
@@ -39,6 +44,7 @@ beforeAll(async () => {
       dynamodb: process.env.AWS_ENDPOINT_URL_DYNAMODB!,
       sqs: process.env.AWS_ENDPOINT_URL_SQS!,
       kafkaBrokers: kafka.brokers,
+      kinesis: process.env.AWS_ENDPOINT_URL_KINESIS!,
     },
     kafkaCluster: kafka,
     seed: Number(process.env.CHAOS_SEED ?? 20261130),
@@ -162,5 +168,37 @@ describe.sequential("chaos scenarios (small)", () => {
     expect(r.figures.crashersOnDlqByLambda).toBe(1);
     expect(r.figures.crashersNotReplayable).toBe(0);
     expect(r.figures.settled).toBe(true);
+  });
+
+  it("12. poison in a Kinesis shard under load: each parked with its context, the shard goes on, every key in order", {
+    timeout: 150_000,
+  }, async () => {
+    const r = await kinesisPoisonUnderLoad(ctx, { customers: 12, versions: 6, poison: 4 });
+    expectContract(r);
+    expect(r.figures.poisonParkedCorrectly).toBe(true);
+    expect(r.figures.keysOutOfOrder).toBe(0);
+    expect(r.figures.shards).toBe(2);
+  });
+
+  it("13. a shard split, then merged, while producers write: every key in order across parents and children", {
+    timeout: 180_000,
+  }, async () => {
+    const r = await kinesisReshard(ctx, { customers: 12, versions: 9 });
+    expectContract(r);
+    expect(r.figures.splits).toBe(1);
+    expect(r.figures.merges).toBe(1);
+    expect(r.figures.recordsOnChildren).toBeGreaterThan(0);
+    expect(r.figures.recordsOnMerged).toBeGreaterThan(0);
+    expect(r.figures.keysOutOfOrder).toBe(0);
+  });
+
+  it("14. the Kinesis consumer crashes mid-batch: bisected out, the crasher on the destination, every other effect once", {
+    timeout: 240_000,
+  }, async () => {
+    const r = await kinesisCrashMidBatch(ctx, { customers: 8, versions: 6, always: 1, once: 1 });
+    expectContract(r);
+    expect(r.figures.crashersIsolated).toBe(1);
+    expect(r.figures.onceCrashersApplied).toBe(1);
+    expect(r.figures.keysOutOfOrder).toBe(0);
   });
 });

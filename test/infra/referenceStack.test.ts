@@ -79,7 +79,7 @@ describe("AWS Control Tower proactive controls (cfn-guard at synth)", () => {
       expect(v.reason?.length, v.ruleName).toBeGreaterThan(40);
   });
 
-  it("acknowledges only the log-group controls and the two dead-letter destinations; alarms notify, DLQs admit only their source, functions run in the VPC", () => {
+  it("acknowledges only the log-group controls and the three dead-letter destinations; alarms notify, DLQs admit only their source, functions run in the VPC", () => {
     const findings = rawGuardFindings(templatePath());
     const byRule = (rule: string) =>
       findings
@@ -91,9 +91,11 @@ describe("AWS Control Tower proactive controls (cfn-guard at synth)", () => {
     expect(byRule("sqs_dlq_check").map((id) => id.replace(/[0-9A-F]{8}$/, ""))).toEqual([
       "AppRelayFailures",
       "OutboxParking",
+      // activity-consumer's Kinesis trigger: its on-failure destination and parking queue.
+      "activityconsumerStreamFailures",
     ]);
-    expect(byRule("cloudwatch_log_group_retention_period_check")).toHaveLength(5);
-    expect(byRule("cloudwatch_log_group_encrypted_check")).toHaveLength(5);
+    expect(byRule("cloudwatch_log_group_retention_period_check")).toHaveLength(6);
+    expect(byRule("cloudwatch_log_group_encrypted_check")).toHaveLength(6);
     expect(new Set(findings.map((f) => f.rule)).size).toBe(3);
   });
 
@@ -170,10 +172,10 @@ describe("queues with DLQs", () => {
 
   it("encrypts every queue and denies non-TLS access to every queue", () => {
     const queues = resources("AWS::SQS::Queue");
-    expect(queues).toHaveLength(6);
+    expect(queues).toHaveLength(7);
     for (const [, q] of queues) expect(q.Properties.SqsManagedSseEnabled).toBe(true);
     const policies = resources("AWS::SQS::QueuePolicy");
-    expect(policies).toHaveLength(6);
+    expect(policies).toHaveLength(7);
     for (const [, p] of policies) {
       expect(p.Properties.PolicyDocument.Statement).toEqual(
         expect.arrayContaining([
@@ -310,7 +312,7 @@ describe("app/outbox table, relay and sweeper", () => {
 describe("consumer functions", () => {
   it("are Node 24 on arm64, ESM bundles with source maps, with their own log group and role", () => {
     const fns = resources("AWS::Lambda::Function");
-    expect(fns).toHaveLength(5);
+    expect(fns).toHaveLength(6);
     for (const [, fn] of fns) {
       expect(fn.Properties.Runtime).toBe("nodejs24.x");
       expect(fn.Properties.Architectures).toEqual(["arm64"]);
@@ -323,6 +325,26 @@ describe("consumer functions", () => {
     }
     for (const [, role] of resources("AWS::IAM::Role"))
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it("activity-consumer reads the order-activity stream (2 provisioned shards) with partial responses, bisect and its parking queue", () => {
+    const streams = resources("AWS::Kinesis::Stream");
+    expect(streams).toHaveLength(1);
+    const [streamId, stream] = streams[0]!;
+    expect(stream.Properties.ShardCount).toBe(2);
+    const [fnId, fn] = functionNamed("activity-consumer");
+    const mapping = resources("AWS::Lambda::EventSourceMapping").find(([, m]) =>
+      JSON.stringify(m.Properties.EventSourceArn).includes(streamId),
+    );
+    expect(mapping).toBeDefined();
+    const p = mapping![1].Properties;
+    expect(p.FunctionName).toEqual({ Ref: fnId });
+    expect(p.FunctionResponseTypes).toEqual(["ReportBatchItemFailures"]);
+    expect(p.BisectBatchOnFunctionError).toBe(true);
+    const destination = p.DestinationConfig.OnFailure.Destination["Fn::GetAtt"][0];
+    expect(destination).toMatch(/^activityconsumerStreamFailures/);
+    // The same queue is where the consumer parks bad input itself.
+    expect(fn.Properties.Environment.Variables[LAMBDA_ENV.dlqUrl]).toEqual({ Ref: destination });
   });
 
   it("trigger from SQS with ReportBatchItemFailures, batch size and maximum concurrency", () => {
@@ -517,12 +539,12 @@ describe("alarms and dashboard", () => {
 
   it("alarms on outbox pending age, duplicate rate, Kafka OffsetLag, errors and throttles", () => {
     expect(alarmsOf("OutboxOldestPendingAge")).toHaveLength(1);
-    expect(alarmsOf("DuplicatesSuppressed")).toHaveLength(5);
+    expect(alarmsOf("DuplicatesSuppressed")).toHaveLength(6);
     expect(alarmsOf("OffsetLag")).toHaveLength(1);
     // Records waiting for an unreachable schema registry are never dead-lettered: only this alarm says so.
     expect(alarmsOf("SchemaRegistryUnavailable")).toHaveLength(1);
-    expect(alarmsOf("Errors")).toHaveLength(5);
-    expect(alarmsOf("Throttles")).toHaveLength(5);
+    expect(alarmsOf("Errors")).toHaveLength(6);
+    expect(alarmsOf("Throttles")).toHaveLength(6);
     ref.template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
   });
 });
