@@ -34,8 +34,11 @@ export type DynamoDbStreamRecordHandler<T> = (
   ctx: DynamoDbStreamRecordContext,
 ) => Promise<unknown> | unknown;
 
+// An interface, not an alias: a user's declaration emit (`declaration: true`, as in `cdk init`)
+// names the handler's type through this entry point; an alias resolves to lib/streams, which the
+// package does not export (TS2742).
 /** The partial batch response of a DynamoDB Streams trigger: `itemIdentifier` is a sequence number. */
-export type DynamoDbStreamBatchResponse = StreamBatchResponse;
+export interface DynamoDbStreamBatchResponse extends StreamBatchResponse {}
 
 /** The options of `dynamodbStreamConsumer`. */
 export type DynamoDbStreamConsumerConfig<T> = DynamoDbStreamEnvelopeOptions<T> &

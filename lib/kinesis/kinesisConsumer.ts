@@ -33,8 +33,11 @@ export type KinesisRecordHandler<T> = (
   ctx: KinesisRecordContext,
 ) => Promise<unknown> | unknown;
 
+// An interface, not an alias: a user's declaration emit (`declaration: true`, as in `cdk init`)
+// names the handler's type through this entry point; an alias resolves to lib/streams, which the
+// package does not export (TS2742).
 /** The partial batch response of a Kinesis trigger: `itemIdentifier` is a sequence number. */
-export type KinesisBatchResponse = StreamBatchResponse;
+export interface KinesisBatchResponse extends StreamBatchResponse {}
 
 /** A record's data as parked: the bytes (text or base64), or the `data` field as it came when it is not base64. */
 function parkedKinesisPayload(r: KinesisStreamRecord): ParkedPayload {

@@ -8,6 +8,7 @@
  * when Lambda resends its shard, not after a backoff of ours), no requeue of a healthy record (a
  * record is resent only from the checkpoint, with everything after it), and no receive count.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
@@ -137,6 +138,7 @@ export function createStreamBatchProcessor<R, T, E extends Envelope<T>>(
   const skip = source.skip;
   type Plan = RecordPlan<R, T, E>;
   const laneOf = (r: R) => streamLaneOf(settings.ordering, source.coordinates(r), source.orderingKey(r));
+  const now = options.now ?? Date.now;
 
   return async function processBatch(
     event: unknown,
@@ -156,11 +158,17 @@ export function createStreamBatchProcessor<R, T, E extends Envelope<T>>(
       consumer: invocation.consumer,
       telemetry,
       deadline: invocation.deadline.settle,
+      // Until just past the lease (a claim takes a lease that ended before now), keeping the time
+      // margin; the run deadline ends the wait.
+      waitForLease: async (untilMs: number) => {
+        const ms = Math.min(untilMs + 1 - now(), invocation.remainingMs() - settings.timeMarginMs);
+        if (ms > 0) await sleep(ms, undefined, { signal: invocation.deadline.run }).catch(() => undefined);
+      },
     };
     const adapter: BatchAdapter<R, T, E, StreamBatchResponse> = {
       decode: source.decode,
       laneOf: (p) => laneOf(p.record),
-      fail: (p, error) => failStreamRecord(failures, p, error),
+      fail: (p, error, retryAtMs) => failStreamRecord(failures, p, error, retryAtMs),
       // In its lane's turn, not up front: with per-shard order, bad input that cannot be parked
       // stops the records after it like any failure.
       reject: (p, error) => failStreamRecord(failures, p, error),

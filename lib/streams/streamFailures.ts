@@ -4,7 +4,11 @@
  * its shard from the lowest reported sequence number (`streamAnswer.ts`).
  *
  * - Transient (and any unknown error): handed back; Lambda retries (its `MaximumRetryAttempts`,
- *   `MaximumRecordAgeInSeconds` and on-failure destination bound that).
+ *   `MaximumRecordAgeInSeconds` and on-failure destination bound that). A record whose key is held
+ *   under its own delivery (an earlier invocation of this very record died holding the lease: a
+ *   crash, a timeout) is handed back once that lease has ended, as far as the invocation's time
+ *   allows: Lambda resends a stream batch at once, so without the wait its retries would all meet
+ *   the dead lease and send a record that never failed to the on-failure destination.
  * - Permanent (bad input, schema mismatch, a business rule): parked in the parking queue with its
  *   payload and context, and done (`routed`: the park is recorded in its dedup record), so the
  *   shard moves on. A record that cannot be parked, or a
@@ -15,7 +19,12 @@ import type { RecordPlan } from "../batch/batchPlan.ts";
 import { beforeDeadline } from "../batch/lambdaDeadline.ts";
 import { done, type RecordOutcome, unfinished } from "../batch/recordOutcome.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { classifyError, describeError, InProgressElsewhereError } from "../core/errors.ts";
+import {
+  classifyError,
+  DeliveryInProgressError,
+  describeError,
+  InProgressElsewhereError,
+} from "../core/errors.ts";
 import { failureContext } from "../core/failureContext.ts";
 import { METRIC, type Telemetry } from "../observability/telemetry.ts";
 import type { ParkedPayload } from "./parkedPayload.ts";
@@ -42,6 +51,11 @@ export interface StreamFailureContext<R> {
   readonly telemetry: Telemetry;
   /** The settlement deadline: a park still pending then is cut, and the record handed back. */
   readonly deadline: AbortSignal;
+  /**
+   * Waits until `untilMs` (epoch ms), or less when the invocation's time does not allow it: the end
+   * of a lease held under the record's own delivery.
+   */
+  readonly waitForLease: (untilMs: number) => Promise<void>;
 }
 
 /** A failed or undecodable record: parked (permanent, with a parking queue) or handed back. */
@@ -49,11 +63,15 @@ export async function failStreamRecord<R, T, E extends Envelope<T>>(
   ctx: StreamFailureContext<R>,
   p: RecordPlan<R, T, E>,
   error: unknown,
+  retryAtMs?: number,
 ): Promise<RecordOutcome> {
   const { telemetry, source } = ctx;
   const kind = classifyError(error);
   const described = { ...source.describe(p.record), error: describeError(error) };
   if (kind === "transient") {
+    // Held by a dead invocation of this delivery: the hand-back waits for its lease (`retryAtMs`).
+    if (error instanceof DeliveryInProgressError && retryAtMs !== undefined)
+      await ctx.waitForLease(retryAtMs);
     telemetry.count(
       error instanceof InProgressElsewhereError ? METRIC.inProgressElsewhere : METRIC.transientFailures,
     );

@@ -5,7 +5,8 @@
  *  1. tsc over src/ (tsconfig.build.json): ESM JavaScript, declarations, source maps;
  *  2. the DynamoDB Local loopback launcher compiled for Java 17, so users need a JRE, not a JDK;
  *     the Kafka launcher's sources and Maven file copied beside their module (compiled at first use
- *     against the broker's jars);
+ *     against the broker's jars); kinesis-local's loopback preload (CommonJS, not compiled by tsc:
+ *     `node --require` needs it as a file of its own) copied beside its module;
  *  3. the console's page (src/console/page and each service's page view, TypeScript) bundled with
  *     esbuild into one script and one stylesheet in `dist/console/page/`, uPlot inside: the console
  *     serves them itself, so it works offline. Its size is printed.
@@ -51,6 +52,8 @@ run("javac", [
 const kafka = join("services", "kafka");
 cpSync(join(src, kafka, "pom.xml"), join(dist, kafka, "pom.xml"));
 cpSync(join(src, kafka, "java"), join(dist, kafka, "java"), { recursive: true });
+const kinesisPreload = join("services", "kinesis", "loopback.cjs");
+cpSync(join(src, kinesisPreload), join(dist, kinesisPreload));
 
 const pageDir = join(dist, "console", "page");
 await build({

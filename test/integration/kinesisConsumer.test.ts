@@ -1,6 +1,6 @@
 import { CreateQueueCommand, DeleteQueueCommand } from "@aws-sdk/client-sqs";
 import type { KinesisStreamEvent } from "aws-lambda";
-import { METRIC, PermanentError, TransientError } from "reliable-consumers";
+import { createDedupStore, METRIC, PermanentError, TransientError } from "reliable-consumers";
 import { kinesisConsumer } from "reliable-consumers/kinesis";
 import { createSqsClient } from "reliable-consumers/sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -225,6 +225,34 @@ describe(`kinesisConsumer against DynamoDB Local and ${SQS_NAME}`, () => {
     expect(await drainQueue(sqs, parking)).toHaveLength(1);
     expect(telemetry.counts[METRIC.routedRecognised]).toBe(1);
     expect(Object.fromEntries(fx.count)).toEqual({ a1: 1, b2: 1 });
+  });
+
+  it("a record whose earlier invocation crashed holding its lease is handed back once the lease ends: Lambda's next resend runs it", async () => {
+    const shard = testShard(name("crashed"));
+    putRecords(shard, [
+      { data: { id: "x1", n: 1 }, partitionKey: "x" },
+      { data: { id: "y1", n: 2 }, partitionKey: "y" },
+    ]);
+    const x1 = shard.records[0]!.kinesis.sequenceNumber;
+    // What an invocation that died running x1 (a crash, a timeout) leaves: its claim under x1's
+    // delivery, the lease still running, never renewed again.
+    const dead = createDedupStore({ tableName: table, scope: name("crashed"), client: ddb, leaseMs: 20_000 });
+    const held = await dead.claim("x1", { delivery: `${shard.streamArn}/${shard.shardId}/${x1}` });
+    expect(held.status).toBe("claimed");
+    const fx = effects();
+    const handler = kinesisConsumer<Click>(fx.handler, {
+      schema: Click,
+      key: (c) => c.id,
+      idempotency: { tableName: table, scope: name("crashed") },
+      parkingQueueUrl: await parkingQueue("crashed"),
+    });
+    // Lambda resends the batch at once after the crash, and again at once after a partial answer:
+    // within two invocations, never two lease lengths apart, x1 runs (once).
+    let answer = await invoke(handler, batchFrom(shard));
+    const failed = answer.batchItemFailures[0]?.itemIdentifier;
+    if (failed !== undefined) answer = await invoke(handler, batchFrom(shard, failed));
+    expect(answer).toEqual({ batchItemFailures: [] });
+    expect(Object.fromEntries(fx.count)).toEqual({ x1: 1, y1: 1 });
   });
 
   it("without a parking queue: a permanent failure is handed back (never dropped), with a warning at init", async () => {

@@ -11,8 +11,16 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { ListQueuesCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { BatchWriteItemCommand, DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { KinesisClient, PutRecordsCommand } from "@aws-sdk/client-kinesis";
+import {
+  DeleteMessageCommand,
+  ListQueuesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { type LocalStack, startLocalStack } from "reliable-consumers-local";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -55,7 +63,8 @@ let localTarball: string;
 let packedFiles: string[] = [];
 let localPackedFiles: string[] = [];
 let cdkOut: string;
-let local: ChildProcess | undefined;
+/** Every `reliable-consumers local` started: one whose test failed before its Ctrl-C is killed after all. */
+const locals: ChildProcess[] = [];
 let localstack: LocalStack | undefined;
 
 /** `npm pack` of the library (no workspace) or of one workspace: the tarball and its files. */
@@ -92,9 +101,7 @@ beforeAll(() => {
 }, 600_000);
 
 afterAll(async () => {
-  if (local && local.exitCode === null) {
-    local.kill("SIGKILL");
-  }
+  for (const local of locals) if (local.exitCode === null) local.kill("SIGKILL");
   await localstack?.stop();
   rmSync(work, { recursive: true, force: true });
   console.log(`consumer-app test steps (ms): ${JSON.stringify(timings)}`);
@@ -119,7 +126,13 @@ describe("examples/consumer-app from the packed tarball", () => {
       ),
     ).toEqual([]);
     expect(localPackedFiles).toEqual(
-      expect.arrayContaining(["dist/index.js", "dist/main.js", "dist/console/page/console.js"]),
+      expect.arrayContaining([
+        "dist/index.js",
+        "dist/main.js",
+        "dist/console/page/console.js",
+        // kinesis-local is started with it preloaded (`node --require`): not a tsc output
+        "dist/services/kinesis/loopback.cjs",
+      ]),
     );
     const lib = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as Record<string, unknown>;
     const names = ["dependencies", "peerDependencies", "optionalDependencies"].flatMap((k) =>
@@ -169,7 +182,48 @@ describe("examples/consumer-app from the packed tarball", () => {
     const mappings = Object.values(template.Resources).filter(
       (r) => r.Type === "AWS::Lambda::EventSourceMapping",
     );
-    expect(mappings).toHaveLength(2); // orders → consumer, outbox stream → relay
+    // orders → consumer, outbox stream → relay, clicks → click consumer, payments stream → payment consumer
+    expect(mappings).toHaveLength(4);
+    const streamMapping = (source: RegExp) =>
+      mappings.find((m) => source.test(JSON.stringify(m.Properties.EventSourceArn)))!.Properties;
+    const queueArnOf = (prefix: string) => ({
+      "Fn::GetAtt": [
+        Object.keys(template.Resources).find(
+          (id) => id.startsWith(prefix) && template.Resources[id]!.Type === "AWS::SQS::Queue",
+        ),
+        "Arn",
+      ],
+    });
+    // The library's stream defaults, each trigger with its own parking queue as on-failure destination.
+    const streamDefaults = {
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 10,
+      MaximumRecordAgeInSeconds: 21_600,
+      StartingPosition: "TRIM_HORIZON",
+      BatchSize: 100,
+      ParallelizationFactor: 1,
+      MetricsConfig: { Metrics: ["EventCount"] },
+    };
+    expect(streamMapping(/Clicks/)).toMatchObject({
+      ...streamDefaults,
+      DestinationConfig: { OnFailure: { Destination: queueArnOf("ClickConsumerStreamFailures") } },
+    });
+    expect(streamMapping(/PaymentsTable/)).toMatchObject({
+      ...streamDefaults,
+      DestinationConfig: { OnFailure: { Destination: queueArnOf("PaymentConsumerStreamFailures") } },
+    });
+    const stream = Object.values(template.Resources).find((r) => r.Type === "AWS::Kinesis::Stream");
+    expect(stream?.Properties).toMatchObject({
+      ShardCount: 1,
+      StreamEncryption: { EncryptionType: "KMS", KeyId: "alias/aws/kinesis" },
+    });
+    for (const prefix of ["ClickConsumer", "PaymentConsumer"]) {
+      const [, fn] = fns.find(([id]) => id.startsWith(prefix))!;
+      expect(Object.keys((fn.Properties.Environment as { Variables: object }).Variables)).toEqual(
+        expect.arrayContaining(["DLQ_URL", "DEDUP_TABLE_NAME", "EFFECTS_TABLE_NAME"]),
+      );
+    }
   }, 240_000);
 
   it("runs its bundled handler under plain Node 24, with nothing but the bundle", () => {
@@ -186,14 +240,29 @@ describe("examples/consumer-app from the packed tarball", () => {
     );
     const out = run("node", ["check.mjs"], alone, { DEDUP_TABLE_NAME: "dedup", ORDERS_TABLE_NAME: "orders" });
     expect(out.trim()).toMatch(/^v24\.\d+\.\d+ function$/);
+    // The Kinesis and DynamoDB Streams consumers' bundles load alone too.
+    const streamAssets = readdirSync(cdkOut)
+      .map((d) => join(cdkOut, d, "index.mjs"))
+      .filter((f) => existsSync(f) && readFileSync(f, "utf8").includes("EFFECTS_TABLE_NAME"));
+    expect(streamAssets).toHaveLength(2);
+    for (const asset of streamAssets) {
+      cpSync(asset, join(alone, "index.mjs"));
+      const env = {
+        DEDUP_TABLE_NAME: "dedup",
+        EFFECTS_TABLE_NAME: "effects",
+        DLQ_URL: "http://127.0.0.1:1/q",
+      };
+      expect(run("node", ["check.mjs"], alone, env).trim()).toMatch(/^v24\.\d+\.\d+ function$/);
+    }
   });
 
   it("runs on `reliable-consumers local` (handed to the local package): a message goes SQS → handler → DynamoDB, and its logs stream by name", async () => {
     const run = await runLocal("local");
     expect(run.output).toMatch(/SQS: fauxqs \(embedded\); DynamoDB and Streams: DynamoDB Local \(embedded\)/);
     await run.orderStored("o-42");
+    await streamEffectsExactlyOnce(run);
     await run.stop();
-  }, 360_000);
+  }, 600_000);
 
   it("runs with SQS on a LocalStack the user runs and DynamoDB Local embedded: the substrates mix per service", async () => {
     // LocalStack's runtime stands in for the user's `localstack start` (any endpoint speaking SQS).
@@ -240,7 +309,7 @@ async function runLocal(step: string, extraEnv: Record<string, string> = {}, bin
     env: { ...env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  local = child;
+  locals.push(child);
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   const waitFor = async (pattern: RegExp, ms: number) => {
@@ -310,4 +379,209 @@ async function runLocal(step: string, extraEnv: Record<string, string> = {}, bin
       expect(output, output.slice(-3000)).toMatch(/local: no call was denied/);
     },
   };
+}
+
+type LocalRun = Awaited<ReturnType<typeof runLocal>>;
+
+/** Waits for `condition` (polled), failing with `what` after `ms`: conditions, never durations. */
+async function until(
+  what: string,
+  condition: () => Promise<boolean>,
+  ms = 120_000,
+  tail?: () => string,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not after ${ms} ms: ${what}\n${tail?.() ?? ""}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * The app's Kinesis and DynamoDB Streams consumers on the running app: each stream gets, in one
+ * batch, a record that succeeds, one whose first attempt fails (a partial-batch response: Lambda
+ * resends from it, and the records after it that ran already must not run again), a poison record
+ * (parked with its context in the trigger's parking queue), and one after them; then a batch with
+ * a record whose first attempt exits the function's process (Lambda bisects and retries); then a
+ * sentinel. Every record's effect counts exactly 1, the poison's 0, and it is parked once.
+ */
+async function streamEffectsExactlyOnce(run: LocalRun): Promise<void> {
+  const { output } = run;
+  const logTail = () => run.output.slice(-6000);
+  const region = "us-east-1";
+  const name = (pattern: RegExp) => {
+    const found = pattern.exec(output)?.[1];
+    expect(found, output.slice(-4000)).toBeDefined();
+    return found!;
+  };
+  const streamName = name(/^\s+ConsumerApp-ClickConsumer\S*\s+← Kinesis (\S+)$/m);
+  const effectsTable = name(/^\s+(ConsumerApp-EffectsTable\S*)$/m);
+  const paymentsTable = name(/^\s+(ConsumerApp-PaymentsTable\S*) \(stream\)$/m);
+  const clickParking = name(/^\s+ConsumerApp-ClickConsumerStreamFailures\S*\s+(http\S+)$/m);
+  const paymentParking = name(/^\s+ConsumerApp-PaymentConsumerStreamFailures\S*\s+(http\S+)$/m);
+  const kinesis = new KinesisClient({
+    region,
+    endpoint: run.endpoint("AWS_ENDPOINT_URL_KINESIS"),
+    credentials,
+  });
+  const ddb = new DynamoDBClient({
+    region,
+    endpoint: run.endpoint("AWS_ENDPOINT_URL_DYNAMODB"),
+    credentials,
+  });
+  const sqs = new SQSClient({ region, endpoint: run.endpoint("AWS_ENDPOINT_URL_SQS"), credentials });
+  const effectsOf = async (id: string) => {
+    const { Item } = await ddb.send(
+      new GetItemCommand({
+        TableName: effectsTable,
+        Key: { pk: { S: `EFFECT#${id}` } },
+        ConsistentRead: true,
+      }),
+    );
+    return Number(Item?.effects?.N ?? 0);
+  };
+  const allDone = (ids: string[]) => async () => (await Promise.all(ids.map(effectsOf))).every((n) => n >= 1);
+  const putClicks = async (records: Array<{ key: string; data: string }>) => {
+    const out = await kinesis.send(
+      new PutRecordsCommand({
+        StreamName: streamName,
+        Records: records.map((r) => ({ PartitionKey: r.key, Data: Buffer.from(r.data) })),
+      }),
+    );
+    expect(out.FailedRecordCount).toBe(0);
+    return out.Records!.map((r) => ({ shardId: r.ShardId!, sequenceNumber: r.SequenceNumber! }));
+  };
+  const click = (id: string, fault?: string) => ({ key: `user-${id}`, data: JSON.stringify({ id, fault }) });
+  const putPayments = (items: Array<Record<string, string | number>>) =>
+    ddb.send(
+      new BatchWriteItemCommand({
+        RequestItems: {
+          [paymentsTable]: items.map((item) => ({
+            PutRequest: {
+              Item: Object.fromEntries(
+                Object.entries(item).map(([k, v]) => [
+                  k,
+                  typeof v === "number" ? { N: String(v) } : { S: v },
+                ]),
+              ),
+            },
+          })),
+        },
+      }),
+    );
+  /** Every message of a parking queue, read until the queue answers empty twice. */
+  const drain = async (queueUrl: string) => {
+    const messages: Message[] = [];
+    for (let empty = 0; empty < 2; ) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ["All"],
+        }),
+      );
+      if (Messages.length === 0) empty++;
+      for (const m of Messages) {
+        messages.push(m);
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
+      }
+    }
+    return messages;
+  };
+  const contextOf = (m: Message) =>
+    JSON.parse(m.MessageAttributes?.["x-failure-context"]?.StringValue ?? "{}") as Record<string, string>;
+  try {
+    // One batch each: ok, transient on its first attempt, poison, ok.
+    const [, , poison] = await putClicks([
+      click("c-1"),
+      click("c-2", "transient-once"),
+      { key: "user-poison", data: "{not json" },
+      click("c-3"),
+    ]);
+    await putPayments([
+      { id: "p-1", amountCents: 100 },
+      { id: "p-2", amountCents: 200, fault: "transient-once" },
+      { id: "p-poison", amountCents: "ten" },
+      { id: "p-3", amountCents: 300 },
+    ]);
+    await until(
+      "the first records' effects",
+      allDone(["c-1", "c-2", "c-3", "p-1", "p-2", "p-3"]),
+      120_000,
+      logTail,
+    );
+    // Then a record that crashes the function's process on its first attempt, between two others.
+    await putClicks([click("c-4"), click("c-5", "crash-once"), click("c-6")]);
+    await putPayments([
+      { id: "p-4", amountCents: 400 },
+      { id: "p-5", amountCents: 500, fault: "crash-once" },
+      { id: "p-6", amountCents: 600 },
+    ]);
+    await until(
+      "the crash batch's effects",
+      allDone(["c-4", "c-5", "c-6", "p-4", "p-5", "p-6"]),
+      240_000,
+      logTail,
+    );
+    // A sentinel after all of them: once it has run, no earlier record is resent.
+    await putClicks([click("c-7")]);
+    await putPayments([{ id: "p-7", amountCents: 700 }]);
+    await until("the sentinels' effects", allDone(["c-7", "p-7"]), 120_000, logTail);
+
+    const ids = [
+      "c-1",
+      "c-2",
+      "c-3",
+      "c-4",
+      "c-5",
+      "c-6",
+      "c-7",
+      "p-1",
+      "p-2",
+      "p-3",
+      "p-4",
+      "p-5",
+      "p-6",
+      "p-7",
+    ];
+    const counts = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await effectsOf(id)])));
+    expect(counts).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    expect(await effectsOf("poison")).toBe(0);
+    expect(await effectsOf("p-poison")).toBe(0);
+
+    // Each poison record parked once, with its payload and its place in the stream.
+    const clicksParked = await drain(clickParking);
+    expect(
+      clicksParked.map((m) => m.Body),
+      JSON.stringify(clicksParked),
+    ).toEqual(["{not json"]);
+    expect(contextOf(clicksParked[0]!)).toMatchObject({
+      "x-original-topic": `arn:aws:kinesis:${region}:000000000000:stream/${streamName}`,
+      "x-original-partition": poison!.shardId,
+      "x-original-offset": poison!.sequenceNumber,
+      "x-retry-count": "0",
+      "x-consumer": expect.stringContaining("ClickConsumer"),
+      "x-last-error": expect.stringMatching(/JSON/i),
+    });
+    const paymentsParked = await drain(paymentParking);
+    expect(paymentsParked, JSON.stringify(paymentsParked)).toHaveLength(1);
+    const parkedRecord = JSON.parse(paymentsParked[0]!.Body!) as {
+      eventName: string;
+      dynamodb: { NewImage: Record<string, unknown>; SequenceNumber: string };
+      eventSourceARN: string;
+    };
+    expect(parkedRecord.dynamodb.NewImage.id).toEqual({ S: "p-poison" });
+    expect(contextOf(paymentsParked[0]!)).toMatchObject({
+      "x-original-topic": parkedRecord.eventSourceARN,
+      "x-original-offset": parkedRecord.dynamodb.SequenceNumber,
+      "x-consumer": expect.stringContaining("PaymentConsumer"),
+      "x-last-error": expect.stringMatching(/amountCents/),
+    });
+    expect(parkedRecord.eventSourceARN).toContain(paymentsTable);
+  } finally {
+    kinesis.destroy();
+    ddb.destroy();
+    sqs.destroy();
+  }
 }
