@@ -110,8 +110,19 @@ export function streamReader(
         out = await streams.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: limit }));
       } catch (error) {
         if (error instanceof TrimmedDataAccessException) {
-          warn(`shard ${shard.id} of ${streamArn} trimmed past the checkpoint`);
-          shard.closed = true;
+          // Lambda never gives a shard up for this: it reads on from the oldest record still kept.
+          // DynamoDB Local also answers so, at first, for the first shard of a stream created in
+          // the same instant as its table; a fresh TRIM_HORIZON iterator then reads it all. Only a
+          // shard that keeps answering so is closed.
+          shard.failures++;
+          if (shard.failures >= REACQUIRE_AFTER_FAILURES) {
+            warn(`shard ${shard.id} of ${streamArn} trimmed past the checkpoint`);
+            shard.closed = true;
+            return [];
+          }
+          if (shard.lastSequence)
+            warn(`shard ${shard.id} of ${streamArn}: records after the checkpoint were trimmed; reading on`);
+          shard.iterator = await iteratorAt(shard.id, { type: "TRIM_HORIZON" });
           return [];
         }
         if (error instanceof ExpiredIteratorException) {
