@@ -167,19 +167,9 @@ export class ReferenceServiceStack extends Stack {
     orderConsumer.addEnvironment(LAMBDA_ENV.kafkaTopic, ladder.topic);
 
     // reports → report-worker: one long job at a time, heartbeat extends visibility and the dedup lease.
-    const reportWorker = fn("report-worker", { timeout: reportWorkerTimeout, memorySize: 1024 });
-    reportWorker.addSqsTrigger(this.reports, {
-      batchSize: 1,
-      maxConcurrency: 2,
-      queueUrlEnv: REFERENCE_ENV.reportQueueUrl,
-    });
-    this.dedup.grantDedup(reportWorker.function);
-    this.app.grantUnitOfWork(reportWorker.function); // it stores the finished report in the app table
-    reportWorker
-      .addEnvironment(LAMBDA_ENV.appTableName, this.app.tableName)
-      .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
-      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
-      .useDedupWindow(this.dedup);
+    const reportWorker = this.reportWorker(
+      fn("report-worker", { timeout: reportWorkerTimeout, memorySize: 1024 }),
+    );
 
     // app table stream → outbox-relay → Kafka; the sweeper republishes what the relay missed.
     const { relay, sweeper } = this.outboxFunctions(fn, ladder.topic, props.moreOutboxTopics ?? []);
@@ -220,6 +210,23 @@ export class ReferenceServiceStack extends Stack {
   }
 
   /** The payment consumer: the MSK trigger with its retry ladder, its dedup table. */
+  /** report-worker on the reports queue: its dedup store, and the app table it stores reports in. */
+  private reportWorker(reportWorker: ConsumerFunction): ConsumerFunction {
+    reportWorker.addSqsTrigger(this.reports, {
+      batchSize: 1,
+      maxConcurrency: 2,
+      queueUrlEnv: REFERENCE_ENV.reportQueueUrl,
+    });
+    this.dedup.grantDedup(reportWorker.function);
+    this.app.grantUnitOfWork(reportWorker.function); // it stores the finished report in the app table
+    reportWorker
+      .addEnvironment(LAMBDA_ENV.appTableName, this.app.tableName)
+      .addEnvironment(LAMBDA_ENV.dedupTableName, this.dedup.tableName)
+      .addEnvironment(LAMBDA_ENV.dedupWindowSeconds, String(this.dedup.window.toSeconds()))
+      .useDedupWindow(this.dedup);
+    return reportWorker;
+  }
+
   private paymentConsumer(payment: ConsumerFunction, ladder: RetryLadderDeclaration): ConsumerFunction {
     const mappings = payment.addMskTrigger(this.cluster, ladder, { batchSize: 100 });
     for (const m of mappings) m.node.addDependency(this.topics);
