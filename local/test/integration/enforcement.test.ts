@@ -17,7 +17,6 @@ import { GetQueueAttributesCommand, SendMessageBatchCommand } from "@aws-sdk/cli
 import { App, Duration, Stack } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { DynamoEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import { createDedupStore, type Lease } from "reliable-consumers";
 import { ConsumerFunction, DedupTable, QueueWithDlq } from "reliable-consumers/cdk";
@@ -82,9 +81,7 @@ function synthApp(): string {
   caller("Bare");
   // A stream mapping wired by the construct (it grants stream read), and one wired by hand without.
   const reader = caller("StreamReader");
-  reader.function.addEventSource(
-    new DynamoEventSource(table, { startingPosition: lambda.StartingPosition.TRIM_HORIZON }),
-  );
+  reader.addDynamoDbStreamTrigger(table);
   const unread = caller("StreamUngranted");
   new lambda.CfnEventSourceMapping(stack, "UngrantedMapping", {
     functionName: unread.function.functionName,
@@ -200,7 +197,7 @@ describe("a grant the construct gives, and the same call without it", () => {
     const denied = deniedFor("StreamUngranted");
     expect(denied[0]?.action).toMatch(/^dynamodb:(DescribeStream|GetShardIterator|GetRecords)$/);
     expect(denied[0]?.advice).toMatch(/grantStreamRead\(fn\)/);
-    // The construct's DynamoEventSource grants what its mapping needs.
+    // The construct's DynamoDB stream trigger grants what its mapping needs.
     expect(deniedFor("StreamReader")).toEqual([]);
   });
 });
